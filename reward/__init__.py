@@ -1,0 +1,1 @@
+"""TRL reward functions backed by the Universal Verifier."""

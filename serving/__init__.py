@@ -1,0 +1,1 @@
+"""Serving a judge model: vLLM command builder, presets, health wait."""

@@ -1,0 +1,55 @@
+"""Typed errors shared by every layer.
+
+Failures are never silently turned into scores: the pipeline raises or records one of these,
+the TRL boundary maps them to ``None``, offline scoring writes an ``unscored`` record.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class CuaVerifierError(Exception):
+    """Base class for every error this package raises on purpose."""
+
+
+class TrajectoryError(CuaVerifierError):
+    """Bad trajectory input. Names the file, line and field so the user can fix the data."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.file, self.line, self.field, self.reason = file, line, field, message
+        where = []
+        if file:
+            where.append(str(file) + (f":{line}" if line is not None else ""))
+        if field:
+            where.append(f"field {field!r}")
+        super().__init__(f"{' '.join(where)}: {message}" if where else message)
+
+
+class ScreenshotError(TrajectoryError):
+    """A screenshot is missing, corrupt, or exceeds the size guards."""
+
+
+class ConfigError(CuaVerifierError):
+    """Invalid configuration (a bad URL, a missing model name, an inconsistent option)."""
+
+
+class JudgeError(CuaVerifierError):
+    """The judge could not produce a usable reply. Carries what is known about the attempts."""
+
+    def __init__(self, message: str, *, stage: str | None = None, last_reply: str | None = None,
+                 usage: Any = None) -> None:
+        self.stage, self.last_reply, self.usage = stage, last_reply, usage
+        super().__init__(f"[{stage}] {message}" if stage else message)
+
+
+class JudgeUnavailableError(JudgeError):
+    """Transport failures (timeouts, refused connections, 429/5xx) outlived the retry budget."""
+
+
+class JudgeInvalidOutputError(JudgeError):
+    """The judge kept answering with invalid JSON / schema violations / truncated replies."""
+
+
+class JudgeTruncatedError(JudgeInvalidOutputError):
+    """The last reply stopped at ``max_tokens`` (finish_reason == "length")."""

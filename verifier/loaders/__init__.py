@@ -1,0 +1,1 @@
+"""Trajectory loaders: one module per on-disk format, all producing `Trajectory`."""

@@ -1,0 +1,1 @@
+"""Verifier stages: one module per stage of the Universal Verifier pipeline."""

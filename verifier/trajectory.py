@@ -1,0 +1,236 @@
+"""The one input type of the verifier: a `Trajectory` (task, steps, screenshots, final answer).
+
+Every on-disk format is converted to this model by a loader in `verifier.loaders`; the native
+JSON form (`Trajectory.model_dump_json()`) round-trips exactly.
+
+Conventions (fixed here so no stage has to guess):
+- Steps are numbered from 1 (`Step.index`), in execution order.
+- Screenshots are numbered from 1 by their position in `Trajectory.screenshots` ("Screenshot k of M").
+- `Screenshot.step` names the step a screenshot belongs to and `Screenshot.timing` says whether it
+  shows the page *before* that step's action ran or *after* it. `step=0, timing="after"` is the
+  initial page before any action.
+- `final_answer is None` means the agent never answered; an empty string is an (empty) answer.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal
+
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from .errors import ScreenshotError
+
+TRAJECTORY_SCHEMA_VERSION = "1.0"
+
+#: Guards against decompression bombs and absurd inputs (overridable per call).
+MAX_SCREENSHOT_BYTES = 40 * 1024 * 1024
+MAX_SCREENSHOT_PIXELS = 40_000_000
+
+
+class RunStatus(str, Enum):
+    """How the agent's run ended."""
+
+    finished = "finished"  # the agent stopped on its own (with or without an answer)
+    step_budget_exhausted = "step_budget_exhausted"
+    aborted = "aborted"  # crashed / killed by the harness
+
+
+class Task(BaseModel):
+    """What the user asked for. Only this is shown to the rubric generator."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    instruction: str = Field(min_length=1)
+    start_url: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Step(BaseModel):
+    """One agent action. The agent's reasoning is kept apart from the tool arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(ge=1)
+    action: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    thought: str | None = None
+    url: str | None = None
+    timestamp: float | None = None
+    error: str | None = None
+
+
+class Screenshot(BaseModel):
+    """A lazily loaded screenshot.
+
+    Exactly one source is kept: a file `path`, a `data_url`, or in-memory bytes / a PIL image
+    (private; serialised as a PNG data URL). Nothing is decoded until `bytes()` / `image()` is
+    called, so a 500-step trajectory costs nothing until a stage needs its pixels.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    step: int = Field(ge=0, description="Step this screenshot belongs to (0 = initial page).")
+    timing: Literal["before", "after"] = "before"
+    path: str | None = None
+    data_url: str | None = None
+
+    _raw: bytes | None = PrivateAttr(default=None)
+    _pil: Image.Image | None = PrivateAttr(default=None)
+    _sha: str | None = PrivateAttr(default=None)
+
+    # ---- constructors -------------------------------------------------------------------------
+    @classmethod
+    def from_path(cls, path: str | Path, *, step: int, timing: str = "before") -> "Screenshot":
+        return cls(step=step, timing=timing, path=str(path))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, step: int, timing: str = "before") -> "Screenshot":
+        shot = cls(step=step, timing=timing)
+        shot._raw = bytes(data)
+        return shot
+
+    @classmethod
+    def from_data_url(cls, url: str, *, step: int, timing: str = "before") -> "Screenshot":
+        return cls(step=step, timing=timing, data_url=url)
+
+    @classmethod
+    def from_image(cls, image: Image.Image, *, step: int, timing: str = "before") -> "Screenshot":
+        shot = cls(step=step, timing=timing)
+        shot._pil = image
+        return shot
+
+    @model_validator(mode="after")
+    def _one_serialisable_source(self) -> "Screenshot":
+        if self.path is not None and self.data_url is not None:
+            raise ValueError("a screenshot has either 'path' or 'data_url', not both")
+        return self
+
+    # ---- access -------------------------------------------------------------------------------
+    def describe(self) -> str:
+        """Where this screenshot comes from, for error messages."""
+        if self.path:
+            return self.path
+        if self.data_url:
+            return f"data URL ({len(self.data_url)} chars)"
+        return "in-memory image"
+
+    def bytes(self, *, max_bytes: int = MAX_SCREENSHOT_BYTES) -> bytes:
+        """The encoded image bytes (PNG/JPEG/...), read once and kept."""
+        if self._raw is None:
+            self._raw = self._read_raw(max_bytes)
+        return self._raw
+
+    def _read_raw(self, max_bytes: int) -> bytes:
+        if self.path is not None:
+            p = Path(self.path)
+            try:
+                size = p.stat().st_size
+            except OSError as exc:
+                raise ScreenshotError(f"screenshot file missing ({exc.strerror})", file=self.path) from exc
+            if size > max_bytes:
+                raise ScreenshotError(f"screenshot is {size} bytes, over the {max_bytes}-byte limit",
+                                      file=self.path)
+            return p.read_bytes()
+        if self.data_url is not None:
+            head, _, payload = self.data_url.partition(",")
+            if not head.startswith("data:") or ";base64" not in head:
+                raise ScreenshotError("not a base64 data URL", field="data_url")
+            if len(payload) * 3 // 4 > max_bytes:
+                raise ScreenshotError(f"data URL over the {max_bytes}-byte limit", field="data_url")
+            try:
+                return base64.b64decode(payload, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise ScreenshotError(f"invalid base64 in data URL: {exc}", field="data_url") from exc
+        if self._pil is not None:
+            buf = io.BytesIO()
+            self._pil.save(buf, format="PNG")
+            return buf.getvalue()
+        raise ScreenshotError("screenshot has no source (path, data URL, bytes or image)")
+
+    @property
+    def sha256(self) -> str:
+        """Content hash of the encoded bytes: the key for caching and de-duplication."""
+        if self._sha is None:
+            self._sha = hashlib.sha256(self.bytes()).hexdigest()
+        return self._sha
+
+    def image(self, *, max_pixels: int = MAX_SCREENSHOT_PIXELS) -> Image.Image:
+        """Decode (once) with a pixel-count guard checked *before* the full decode."""
+        if self._pil is not None:
+            return self._pil
+        data = self.bytes()
+        try:
+            img = Image.open(io.BytesIO(data))
+            w, h = img.size
+            if w * h > max_pixels:
+                raise ScreenshotError(f"image is {w}x{h}, over the {max_pixels}-pixel limit",
+                                      file=self.path)
+            img.load()
+        except ScreenshotError:
+            raise
+        except (OSError, ValueError, Image.DecompressionBombError) as exc:
+            raise ScreenshotError(f"cannot decode screenshot: {exc}", file=self.path) from exc
+        self._pil = img
+        return img
+
+    def validate_image(self) -> None:
+        """Raise `ScreenshotError` now if the image is missing or undecodable (loaders call this)."""
+        self.image()
+
+    def to_serialisable(self) -> "Screenshot":
+        """A copy that survives JSON: in-memory sources become a PNG/original-bytes data URL."""
+        if self.path is not None or self.data_url is not None:
+            return self
+        data = self.bytes()
+        mime = Image.MIME.get(Image.open(io.BytesIO(data)).format or "PNG", "image/png")
+        url = f"data:{mime};base64,{base64.b64encode(data).decode()}"
+        return Screenshot(step=self.step, timing=self.timing, data_url=url)
+
+
+class Trajectory(BaseModel):
+    """A whole agent run: the verifier's single input type."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: str = TRAJECTORY_SCHEMA_VERSION
+    task: Task
+    steps: list[Step] = Field(default_factory=list)
+    screenshots: list[Screenshot] = Field(default_factory=list)
+    final_answer: str | None = None
+    status: RunStatus = RunStatus.finished
+    source_format: str = "native"
+    source_path: str | None = None
+
+    @model_validator(mode="after")
+    def _steps_numbered(self) -> "Trajectory":
+        for pos, step in enumerate(self.steps, start=1):
+            if step.index != pos:
+                raise ValueError(f"steps[{pos - 1}].index is {step.index}, expected {pos}")
+        n = len(self.steps)
+        for pos, shot in enumerate(self.screenshots):
+            if shot.step > n + 1:
+                raise ValueError(f"screenshots[{pos}].step is {shot.step}, but there are {n} steps")
+        return self
+
+    @property
+    def answered(self) -> bool:
+        return self.final_answer is not None
+
+    def distinct_screenshots(self) -> dict[str, list[int]]:
+        """Map content hash -> 1-based screenshot numbers sharing it (first occurrence first)."""
+        groups: dict[str, list[int]] = {}
+        for k, shot in enumerate(self.screenshots, start=1):
+            groups.setdefault(shot.sha256, []).append(k)
+        return groups
+
+    def to_json(self, **kwargs: Any) -> str:
+        """Native JSON; in-memory screenshots are embedded as data URLs."""
+        copy = self.model_copy(update={"screenshots": [s.to_serialisable() for s in self.screenshots]})
+        return copy.model_dump_json(**kwargs)
