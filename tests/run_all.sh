@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh clone: dev environment, CPU judge environment (for the
+# real-vLLM end-to-end tier), then pytest. Idempotent: re-running reuses both environments.
+# Pass --no-engine to skip the judge environment and the end-to-end tier.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+engine=1
+for arg in "$@"; do [ "$arg" = "--no-engine" ] && engine=0; done
+
+if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+# torch is pinned first so that the train extra's range is met by the local CPU build.
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q "torch==2.13.0"
+.venv/bin/pip install -q -e ".[train,bench,dev]"
+
+if [ "$engine" = 1 ]; then
+  .venv/bin/cua-verifier setup-judge-env --cpu
+  export CUA_REQUIRE_ENGINE="${CUA_REQUIRE_ENGINE:-1}"
+fi
+exec .venv/bin/python -m pytest "$@"
