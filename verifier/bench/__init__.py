@@ -1,0 +1,1 @@
+"""Benchmark harness: agreement of verifiers with human labels (CUAVerifierBench)."""
