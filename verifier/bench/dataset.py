@@ -1,0 +1,184 @@
+"""CUAVerifierBench (microsoft/CUAVerifierBench): trajectories joined with human annotations.
+
+The dataset has two configs (``trajectories``: one row per task; ``annotations``: one row per
+(task, annotator)) and two splits (``fara7b_om2w_browserbase``: 106 tasks, ~2 annotators each,
+UV-blind and UV-informed phases; ``internal``: 154 tasks, 1 annotator, UV-blind only; many of its
+rows carry no screenshots). We pin one revision so a report always names the exact data it used.
+
+Two sources, same result:
+- the hub, through `datasets` (imported lazily; it is an optional extra), or
+- a local folder holding the dataset's parquet files, e.g. ``trajectories/<split>-00000-of-00001.parquet``
+  and ``annotations/<split>-*.parquet`` (the hub layout) or ``<config>/<split>/*.parquet`` (the
+  auto-converted layout). Read with pyarrow; screenshots stay encoded bytes until a judge needs them.
+
+Rows are plain dicts; converting one to a `Trajectory` is the loaders' job (`BenchTask.trajectory`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .labels import HumanLabels, Verdict
+
+REPO_ID = "microsoft/CUAVerifierBench"
+REVISION = "c19eb323cd802add5c3d2840ff13044061364867"
+CONFIGS = ("trajectories", "annotations")
+SPLITS = ("fara7b_om2w_browserbase", "internal")
+
+#: Stored verdicts published in the trajectories config, reported as reference "verifiers".
+STORED_VERIFIERS = {
+    "uv (dataset, stored)": ("uv_outcome_success", "uv_rubric_score"),
+    "legacy multimodal (stored)": ("mm_is_success", None),
+    "legacy text-only (stored)": ("verifier_is_success", None),
+}
+
+
+def _flag(value: Any) -> bool | None:
+    """Int/bool/float/str label -> bool; None/NaN/unknown -> None (never a silent False)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return None if value != value else bool(value)  # NaN check
+    text = str(value).strip().lower()
+    if not text:
+        return None
+    if any(w in text for w in ("unsuccess", "fail", "incorrect", "not ", "false")) or text in ("no", "0", "n"):
+        return False
+    if any(w in text for w in ("success", "pass", "correct", "true", "complete")) or text in ("yes", "1", "y"):
+        return True
+    return None
+
+
+def _score(value: Any) -> float | None:
+    if value is None:
+        return None
+    v = float(value)
+    return None if v != v else v
+
+
+@dataclass
+class BenchTask:
+    """One task: the trajectory row, its annotation rows, the task-level labels and stored verdicts."""
+
+    task_id: str
+    split: str
+    row: dict[str, Any]
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def labels(self) -> HumanLabels:
+        r = self.row
+        blind_outcome = _flag(r.get("majority_human_outcome_vote"))
+        if blind_outcome is None and r.get("majority_human_outcome_vote") is None:
+            votes = [v for v in (_flag(a.get("human_judgement_outcome")) for a in self.annotations)
+                     if v is not None]
+            if votes and sum(votes) * 2 != len(votes):  # strict majority; a tie stays unknown
+                blind_outcome = sum(votes) * 2 > len(votes)
+        return HumanLabels(task_id=self.task_id, final_outcome=_flag(r.get("final_human_outcome_label")),
+                           final_process=_flag(r.get("final_human_process_label")),
+                           blind_majority_outcome=blind_outcome,
+                           blind_median_process_score=_score(r.get("median_human_rubric_score_agnostic")))
+
+    def stored_verdicts(self) -> list[Verdict]:
+        out = []
+        for name, (outcome_col, score_col) in STORED_VERIFIERS.items():
+            if outcome_col in self.row:
+                out.append(Verdict(task_id=self.task_id, verifier=name,
+                                   outcome_success=_flag(self.row.get(outcome_col)),
+                                   process_score=_score(self.row.get(score_col)) if score_col else None))
+        return out
+
+    def trajectory(self):
+        """The row as a `Trajectory`, via the foundation's CUAVerifierBench loader."""
+        from ..loaders.cuaverifierbench import load_cuaverifierbench_row
+
+        return load_cuaverifierbench_row(self.row)
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+def _local_files(root: Path, config: str, split: str) -> list[Path]:
+    """Parquet files of one config/split under `root`, accepting the hub and auto-converted layouts."""
+    hits = []
+    for p in sorted(root.rglob("*.parquet")):
+        parts = p.relative_to(root).parts
+        if config not in parts[:-1] and not parts[-1].startswith(config):
+            continue
+        if split in parts[:-1] or parts[-1].startswith(split) or f"{config}-{split}" in parts[-1]:
+            hits.append(p)
+    return hits
+
+
+def _read_local(root: Path, config: str, split: str) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    files = _local_files(root, config, split)
+    if not files:
+        if config == "annotations":
+            return []  # optional: labels still come from the trajectories rows
+        raise FileNotFoundError(f"no parquet files for config {config!r} split {split!r} under {root}")
+    rows: list[dict[str, Any]] = []
+    for f in files:
+        rows.extend(pq.read_table(f).to_pylist())
+    return rows
+
+
+def _read_hub(config: str, split: str, revision: str) -> list[dict[str, Any]]:
+    try:
+        import datasets
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("loading from the hub needs `pip install cua-verifier[bench]` (datasets)") from exc
+    ds = datasets.load_dataset(REPO_ID, config, split=split, revision=revision)
+    if "screenshots" in ds.features:  # keep images as encoded bytes: decode only when a judge needs them
+        feat = ds.features["screenshots"]
+        inner = getattr(feat, "feature", None)
+        if inner is not None and isinstance(inner, datasets.Image):
+            ds = ds.cast_column("screenshots", type(feat)(datasets.Image(decode=False)))
+    return [dict(r) for r in ds]
+
+
+def load_split(split: str, *, data_dir: str | Path | None = None, revision: str = REVISION,
+               task_ids: set[str] | None = None) -> list[BenchTask]:
+    """Every task of `split`, its annotation rows attached (joined on task_id), in file order."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
+    if data_dir is not None:
+        root = Path(data_dir)
+        trajs, anns = _read_local(root, "trajectories", split), _read_local(root, "annotations", split)
+    else:
+        trajs, anns = _read_hub("trajectories", split, revision), _read_hub("annotations", split, revision)
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for a in anns:
+        by_task.setdefault(str(a["task_id"]), []).append(a)
+    tasks, seen = [], set()
+    for r in trajs:
+        tid = str(r["task_id"])
+        if tid in seen:
+            raise ValueError(f"duplicate task_id {tid!r} in trajectories/{split}")
+        seen.add(tid)
+        if task_ids is None or tid in task_ids:
+            tasks.append(BenchTask(task_id=tid, split=split, row=r, annotations=by_task.get(tid, [])))
+    orphans = set(by_task) - seen
+    if orphans:
+        raise ValueError(f"{len(orphans)} annotation task_id(s) have no trajectory, e.g. {sorted(orphans)[0]!r}")
+    return tasks
+
+
+def iter_annotation_labels(tasks: list[BenchTask], column: str) -> dict[str, dict[str, Any]]:
+    """`{task_id: {annotator: label}}` for inter-annotator agreement (skips missing labels)."""
+    out: dict[str, dict[str, Any]] = {}
+    for t in tasks:
+        for a in t.annotations:
+            v = _flag(a.get(column)) if column != "human_process_score" else _score(a.get(column))
+            if v is not None and a.get("annotator"):
+                out.setdefault(t.task_id, {})[str(a["annotator"])] = v
+    return out
+
+
+def iter_trajectories(tasks: list[BenchTask]) -> Iterator[tuple[BenchTask, Any]]:
+    for t in tasks:
+        yield t, t.trajectory()
