@@ -1,0 +1,122 @@
+"""Configuration of the judge backend: where the judge runs and how hard to try.
+
+Every knob lives here once, documented by its attribute docstring, so the CLI, the TRL reward
+config and the tests all describe the same thing. The API key itself is never a field: the config
+names the environment variable that holds it, so it cannot leak through `repr`, logs or a saved
+result's `config` block.
+
+Example::
+
+    cfg = JudgeConfig(base_urls=["http://127.0.0.1:8000/v1"], model="judge")
+    cfg = JudgeConfig.from_env(max_concurrency=4)   # CUA_JUDGE_URL / CUA_JUDGE_MODEL / CUA_JUDGE_API_KEY
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import ConfigError
+from .base import Sampling
+
+DEFAULT_API_KEY_ENV = "CUA_JUDGE_API_KEY"
+#: Sent when no key is configured: local `vllm serve` accepts anything, the SDK needs a string.
+PLACEHOLDER_API_KEY = "EMPTY"
+
+
+class JudgeConfig(BaseModel):
+    """How to reach the judge and how much effort one logical call may cost."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    base_urls: list[str] = Field(min_length=1)
+    """OpenAI-compatible base URLs (e.g. ``http://host:8000/v1``). Several URLs are replicas of one
+    judge: load is spread across them and a refused connection fails over to another. A URL with
+    no path gets ``/v1`` appended."""
+    model: str = Field(min_length=1)
+    """Model id sent in every request (the served model name, e.g. ``--served-model-name judge``)."""
+    api_key_env: str = DEFAULT_API_KEY_ENV
+    """Name of the environment variable holding the API key (unset: a placeholder key is sent)."""
+    max_concurrency: int = Field(default=8, ge=1, le=1024)
+    """Most requests in flight at once per endpoint (per event loop); the rest queue."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """Timeout of one HTTP request; a timeout is a transport failure and is retried."""
+    transport_retries: int = Field(default=4, ge=0, le=10)
+    """Extra HTTP attempts after timeouts, refused connections, 429 and 5xx (first layer)."""
+    reask_retries: int = Field(default=2, ge=0, le=5)
+    """Extra attempts after invalid or truncated output, each showing the model its bad reply and
+    the validation error (second layer). Truncation is re-asked at most once."""
+    backoff_initial_s: float = Field(default=0.5, ge=0)
+    """First transport backoff; doubles per retry, plus random jitter."""
+    backoff_max_s: float = Field(default=20.0, ge=0)
+    """Upper bound of one transport backoff."""
+    backoff_jitter_s: float = Field(default=0.5, ge=0)
+    """Most random seconds added to each transport backoff (de-synchronises many clients)."""
+    retry_after_max_s: float = Field(default=60.0, ge=0)
+    """Cap on a server's ``Retry-After`` (429/503); the header is honoured up to this."""
+    structured_output: Literal["json_schema", "json_object"] = "json_schema"
+    """``json_schema``: constrained decoding via ``response_format`` (vLLM, OpenAI). ``json_object``:
+    fallback for providers without it; the schema goes into the system prompt and the reply is
+    validated (and re-asked) client-side."""
+    image_max_side: int | None = Field(default=1280, ge=16)
+    """Screenshots are downscaled so their longest side is at most this (None: no limit)."""
+    image_max_pixels: int | None = Field(default=1_310_720, ge=256)
+    """...and so width*height is at most this (None: no limit). Both limits apply."""
+    image_format: Literal["png", "jpeg"] = "png"
+    """Encoding of the data URLs sent to the judge (JPEG is ~5x smaller on photos, lossy on text)."""
+    jpeg_quality: int = Field(default=85, ge=1, le=95)
+    """JPEG quality when ``image_format == "jpeg"``."""
+    image_cache_size: int = Field(default=512, ge=0)
+    """Encoded screenshots kept in memory (LRU, keyed by content hash): a GRPO group re-sends the
+    same pages many times and each is encoded once."""
+    image_uuid: bool = False
+    """Add vLLM's per-item ``uuid`` (the content hash) to image parts so the server's media cache
+    can hit across requests. Off by default: strict OpenAI endpoints reject unknown keys."""
+    cache_dir: str | None = None
+    """Directory of the on-disk response cache (None: no cache). Only deterministic calls are
+    cached (temperature 0 or an explicit seed)."""
+    sampling: Sampling = Field(default_factory=Sampling)
+    """Default sampling when a call passes none."""
+
+    @field_validator("base_urls")
+    @classmethod
+    def _normalise_urls(cls, urls: list[str]) -> list[str]:
+        out = []
+        for url in urls:
+            url = url.strip().rstrip("/")
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(f"judge URL {url!r} must look like http://host:port/v1")
+            out.append(url if parts.path else url + "/v1")
+        return out
+
+    def api_key(self) -> str:
+        """The key from the environment (read at call time, never stored on the config)."""
+        return os.environ.get(self.api_key_env) or PLACEHOLDER_API_KEY
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> "JudgeConfig":
+        """Build from ``CUA_JUDGE_URL`` (comma-separated replicas) and ``CUA_JUDGE_MODEL``.
+
+        Args:
+            **overrides: fields that win over the environment (e.g. ``max_concurrency=4``).
+
+        Raises:
+            ConfigError: a required variable is missing or a value is invalid.
+        """
+        values: dict[str, Any] = {}
+        if urls := os.environ.get("CUA_JUDGE_URL"):
+            values["base_urls"] = [u for u in urls.split(",") if u.strip()]
+        if model := os.environ.get("CUA_JUDGE_MODEL"):
+            values["model"] = model
+        values.update(overrides)
+        missing = [env for key, env in (("base_urls", "CUA_JUDGE_URL"), ("model", "CUA_JUDGE_MODEL"))
+                   if not values.get(key)]
+        if missing:
+            raise ConfigError(f"judge not configured: set {' and '.join(missing)} (or pass them explicitly)")
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid judge configuration: {exc}") from exc

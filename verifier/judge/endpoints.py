@@ -1,0 +1,199 @@
+"""The transport layer: replicas, per-endpoint concurrency, and bounded retries with backoff.
+
+This is the first of exactly two retry layers (the second, re-asking on invalid output, lives in
+`openai_compat`). The SDK's own retries are off (``max_retries=0``) so the layers never multiply.
+
+Why per event loop: an ``AsyncOpenAI`` client (its connection pool) and an ``asyncio.Semaphore``
+belong to the loop they were first used on. TRL runs async reward functions on a daemon-thread
+loop while offline scoring uses ``asyncio.run`` (a fresh loop each time), so clients and
+semaphores are created per running loop, keyed by ``id(loop)`` (guarded by a weak reference
+against id reuse), and pools of closed loops are dropped.
+
+Load spreading: each attempt goes to the endpoint with the fewest requests in flight or queued
+(ties rotate), and an attempt after a connection error avoids the endpoint that just failed.
+"""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from .config import JudgeConfig
+
+log = logging.getLogger("cua_verifier.judge")
+
+_RETRYABLE_STATUS = {408, 409, 429}
+
+
+@dataclass
+class Tally:
+    """Mutable accounting for one logical call, across both retry layers."""
+
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0  # time spent in HTTP requests (not queueing, not backoff)
+
+
+@dataclass
+class Endpoint:
+    url: str
+    client: openai.AsyncOpenAI
+    semaphore: asyncio.Semaphore
+    in_flight: int = 0  # waiting for the semaphore + running
+
+
+@dataclass
+class _LoopPool:
+    loop_ref: weakref.ref
+    endpoints: list[Endpoint]
+    turn: int = 0
+    closed: bool = field(default=False)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Timeouts, connection errors, 408/409/429 and 5xx are worth retrying; nothing else is."""
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
+    return False
+
+
+def retry_after_s(exc: BaseException | None) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms`` / ``retry-after``: seconds or date)."""
+    if not isinstance(exc, openai.APIStatusError):
+        return None
+    headers = exc.response.headers
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / divisor)
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value) if name == "retry-after" else None
+            if when is not None:
+                return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+class EndpointPool:
+    """Owns the clients and semaphores of every replica, per running event loop."""
+
+    def __init__(self, config: JudgeConfig) -> None:
+        self.config = config
+        self._pools: dict[int, _LoopPool] = {}
+        self._lock = threading.Lock()
+
+    # ---- per-loop state -----------------------------------------------------------------------
+    def _pool(self) -> _LoopPool:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            pool = self._pools.get(id(loop))
+            if pool is not None and pool.loop_ref() is loop:
+                return pool
+            self._drop_dead_pools()
+            key = self.config.api_key()
+            endpoints = [Endpoint(url=url, semaphore=asyncio.Semaphore(self.config.max_concurrency),
+                                  client=openai.AsyncOpenAI(base_url=url, api_key=key, max_retries=0,
+                                                            timeout=self.config.timeout_s))
+                         for url in self.config.base_urls]
+            pool = _LoopPool(loop_ref=weakref.ref(loop), endpoints=endpoints)
+            self._pools[id(loop)] = pool
+            return pool
+
+    def _drop_dead_pools(self) -> None:
+        for loop_id, pool in list(self._pools.items()):
+            loop = pool.loop_ref()
+            if loop is None or loop.is_closed():
+                del self._pools[loop_id]  # its connections died with the loop
+
+    def pick(self, avoid: str | None = None) -> Endpoint:
+        """Least in flight; ties rotate; `avoid` (the endpoint that just refused) if possible."""
+        pool = self._pool()
+        candidates = [e for e in pool.endpoints if e.url != avoid] or pool.endpoints
+        n = len(candidates)
+        start = pool.turn % n
+        pool.turn += 1
+        order = candidates[start:] + candidates[:start]
+        return min(order, key=lambda e: e.in_flight)
+
+    async def aclose(self) -> None:
+        """Close the current loop's clients; forget pools of other loops."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        with self._lock:
+            pools, self._pools = self._pools, {}
+        for loop_id, pool in pools.items():
+            if loop is not None and loop_id == id(loop) and pool.loop_ref() is loop:
+                for ep in pool.endpoints:
+                    await ep.client.close()
+
+    # ---- one request with transport retries ---------------------------------------------------
+    async def send(self, request: dict[str, Any], tally: Tally, *, stage: str) -> Any:
+        """POST one chat completion, retrying transient failures; re-raises the last error."""
+        cfg = self.config
+        avoid: list[str | None] = [None]
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            asked = retry_after_s(exc)
+            if asked is not None:
+                return min(asked, cfg.retry_after_max_s)
+            backoff = cfg.backoff_initial_s * 2 ** (state.attempt_number - 1)
+            return min(backoff, cfg.backoff_max_s) + random.uniform(0, cfg.backoff_jitter_s)
+
+        def warn(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            log.warning("judge transport error (stage=%s, attempt %d/%d): %s; retrying in %.2fs",
+                        stage, state.attempt_number, cfg.transport_retries + 1, describe(exc),
+                        state.next_action.sleep if state.next_action else 0.0)
+
+        retrying = AsyncRetrying(stop=stop_after_attempt(cfg.transport_retries + 1), wait=wait,
+                                 retry=retry_if_exception(is_transient), before_sleep=warn, reraise=True)
+        response = None
+        async for attempt in retrying:
+            with attempt:
+                endpoint = self.pick(avoid[0])
+                try:
+                    response = await self._once(endpoint, request, tally)
+                except openai.APIConnectionError:  # refused or timed out: try another replica next
+                    avoid[0] = endpoint.url
+                    raise
+        return response
+
+    async def _once(self, endpoint: Endpoint, request: dict[str, Any], tally: Tally) -> Any:
+        endpoint.in_flight += 1
+        try:
+            async with endpoint.semaphore:
+                tally.attempts += 1
+                start = time.monotonic()
+                try:
+                    return await endpoint.client.chat.completions.create(**request)
+                finally:
+                    tally.latency_s += time.monotonic() - start
+        finally:
+            endpoint.in_flight -= 1
+
+
+def describe(exc: BaseException | None) -> str:
+    """A short, key-free description of a transport error for logs and error messages."""
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code} from {exc.request.url}"
+    if isinstance(exc, openai.APITimeoutError):
+        return f"timeout from {exc.request.url}"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"connection error to {exc.request.url}"
+    return repr(exc)

@@ -1,0 +1,211 @@
+"""`OpenAICompatJudge`: the one real judge backend, over the OpenAI-compatible chat API.
+
+It covers ``vllm serve`` and remote providers. One logical call = render messages (images as
+downscaled data URLs) -> transport (replicas, semaphore, transport retries; see `endpoints`) ->
+parse into the output model -> on invalid output, re-ask. The re-ask shows the model its own bad
+reply (as an assistant message) and the validation error (as a user message), as instructor does;
+a truncated reply (``finish_reason == "length"``) is never parsed, only re-asked once with a note.
+Each re-ask sends the original messages plus only the latest failure, so prompts stay bounded.
+
+Structured output is requested through ``response_format`` (json_schema, strict) or, for providers
+without it, ``json_object`` with the schema in the system prompt. Never the removed ``guided_*``
+fields: vLLM >= 0.12 ignores them silently.
+
+Example::
+
+    judge = OpenAICompatJudge(JudgeConfig(base_urls=["http://127.0.0.1:8000/v1"], model="judge"))
+    reply = await judge.complete([Message.system("..."), Message.user("...")], Verdict, stage="outcome")
+    reply.parsed, reply.usage.attempts, reply.model
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel
+
+from ..errors import JudgeError, JudgeInvalidOutputError, JudgeTruncatedError, JudgeUnavailableError
+from .base import Message, Reply, Sampling, Usage
+from .cache import ResponseCache, cache_key, cacheable
+from .config import JudgeConfig
+from .endpoints import EndpointPool, Tally, describe, is_transient
+from .images import ImageEncoder
+from .schema import ReplyParseError, json_schema_for, parse_reply, schema_instructions, schema_name
+
+log = logging.getLogger("cua_verifier.judge")
+T = TypeVar("T", bound=BaseModel)
+
+TRUNCATION_NOTE = ("Your previous reply was cut off at the length limit before the JSON was complete. "
+                   "Answer again with the same JSON object, keeping every text field much shorter.")
+
+
+class OpenAICompatJudge:
+    """Implements the `Judge` protocol over ``openai.AsyncOpenAI``. Safe to share across loops."""
+
+    def __init__(self, config: JudgeConfig) -> None:
+        self.config = config
+        self.encoder = ImageEncoder(max_side=config.image_max_side, max_pixels=config.image_max_pixels,
+                                    fmt=config.image_format, jpeg_quality=config.jpeg_quality,
+                                    cache_size=config.image_cache_size)
+        self.cache = ResponseCache(config.cache_dir) if config.cache_dir else None
+        self._pool = EndpointPool(config)
+
+    def __repr__(self) -> str:  # the API key is never part of this object's state
+        return f"OpenAICompatJudge(model={self.config.model!r}, base_urls={self.config.base_urls!r})"
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+    async def complete(self, messages: list[Message], output_model: type[T], *, stage: str,
+                       sampling: Sampling | None = None) -> Reply[T]:
+        """One logical call: cached reply, or transport + re-ask until a valid `output_model`.
+
+        Raises:
+            JudgeUnavailableError: transport failures outlived ``transport_retries``.
+            JudgeTruncatedError: the last reply hit ``max_tokens``.
+            JudgeInvalidOutputError: replies stayed invalid for ``reask_retries`` re-asks.
+            JudgeError: a non-retryable HTTP error (e.g. 400, 401, 404).
+        """
+        sampling = sampling or self.config.sampling
+        schema = json_schema_for(output_model)
+        key = None
+        if self.cache is not None and cacheable(sampling):
+            key = await asyncio.to_thread(
+                cache_key, model=self.config.model, messages=messages, schema=schema,
+                mode=self.config.structured_output, sampling=sampling, image_settings=self.encoder.settings_key)
+            hit = self.cache.get(key)
+            if hit is not None:
+                try:
+                    parsed = parse_reply(hit.raw, output_model, lenient=self._lenient)
+                except ReplyParseError:
+                    log.warning("judge cache entry for stage=%s no longer validates; calling the judge", stage)
+                else:
+                    log.debug("judge call stage=%s served from cache", stage)
+                    return Reply(parsed=parsed, usage=Usage(cached=True), model=hit.model, raw=hit.raw)
+        rendered = await asyncio.to_thread(self._render, messages, output_model)
+        reply = await self._ask(rendered, output_model, schema, stage, sampling)
+        if key is not None and self.cache is not None:
+            self.cache.put(key, reply.raw, reply.model)
+        return reply
+
+    @property
+    def _lenient(self) -> bool:
+        return self.config.structured_output == "json_object"
+
+    # ---- rendering ----------------------------------------------------------------------------
+    def _render(self, messages: list[Message], output_model: type[BaseModel]) -> list[dict[str, Any]]:
+        """Protocol messages -> OpenAI chat messages (runs in a worker thread: images are encoded)."""
+        out: list[dict[str, Any]] = []
+        for msg in messages:
+            if msg.role != "user":  # system/assistant content as plain text: accepted everywhere
+                out.append({"role": msg.role, "content": "\n\n".join(
+                    p.text for p in msg.content if p.type == "text")})
+                continue
+            parts: list[dict[str, Any]] = []
+            for part in msg.content:
+                if part.type == "text":
+                    parts.append({"type": "text", "text": part.text})
+                    continue
+                if part.label:
+                    parts.append({"type": "text", "text": part.label})
+                image = self.encoder.encode(part.screenshot)
+                item: dict[str, Any] = {"type": "image_url", "image_url": {"url": image.data_url}}
+                if self.config.image_uuid:
+                    item["uuid"] = image.sha256
+                parts.append(item)
+            out.append({"role": "user", "content": parts})
+        if self._lenient:
+            instructions = schema_instructions(output_model)
+            if out and out[0]["role"] == "system":
+                out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{instructions}"}
+            else:
+                out.insert(0, {"role": "system", "content": instructions})
+        return out
+
+    def _request(self, messages: list[dict[str, Any]], output_model: type[BaseModel],
+                 schema: dict[str, Any], sampling: Sampling) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": self.config.model, "messages": messages, "temperature": sampling.temperature,
+            "top_p": sampling.top_p, "max_tokens": sampling.max_tokens, "timeout": self.config.timeout_s}
+        if sampling.seed is not None:
+            request["seed"] = sampling.seed
+        if self.config.structured_output == "json_schema":
+            request["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": schema_name(output_model), "schema": schema, "strict": True}}
+        else:
+            request["response_format"] = {"type": "json_object"}
+        return request
+
+    # ---- the re-ask layer ---------------------------------------------------------------------
+    async def _ask(self, rendered: list[dict[str, Any]], output_model: type[T], schema: dict[str, Any],
+                   stage: str, sampling: Sampling) -> Reply[T]:
+        tally = Tally()
+        followup: list[dict[str, Any]] = []
+        last_raw: str | None = None
+        truncated_before = False
+        rounds = self.config.reask_retries + 1
+        for round_no in range(1, rounds + 1):
+            request = self._request(rendered + followup, output_model, schema, sampling)
+            response = await self._send(request, tally, stage, last_raw)
+            if response.usage is not None:
+                tally.prompt_tokens += response.usage.prompt_tokens or 0
+                tally.completion_tokens += response.usage.completion_tokens or 0
+            choice = response.choices[0] if response.choices else None
+            raw = (choice.message.content if choice is not None else None) or ""
+            last_raw = raw
+            if choice is not None and choice.finish_reason == "length":
+                if truncated_before or round_no == rounds:
+                    raise JudgeTruncatedError(
+                        f"reply truncated at max_tokens={sampling.max_tokens} ({tally.attempts} requests)",
+                        stage=stage, last_reply=raw, usage=_usage(tally))
+                truncated_before = True
+                followup = [{"role": "user", "content": TRUNCATION_NOTE}]
+                log.warning("judge reply truncated (stage=%s, round %d/%d); re-asking", stage, round_no, rounds)
+                continue
+            try:
+                parsed = parse_reply(raw, output_model, lenient=self._lenient)
+            except ReplyParseError as exc:
+                if round_no == rounds:
+                    raise JudgeInvalidOutputError(
+                        f"invalid output after {rounds} rounds: {exc.feedback}", stage=stage,
+                        last_reply=raw, usage=_usage(tally)) from exc
+                followup = [{"role": "assistant", "content": raw or "(empty reply)"},
+                            {"role": "user", "content": exc.feedback}]
+                log.warning("judge reply invalid (stage=%s, round %d/%d): %s; re-asking",
+                            stage, round_no, rounds, exc.feedback[:300])
+                continue
+            usage = _usage(tally)
+            model_id = response.model or self.config.model
+            log.debug("judge call stage=%s model=%s attempts=%d rounds=%d prompt_tokens=%d "
+                      "completion_tokens=%d latency=%.2fs", stage, model_id, usage.attempts, round_no,
+                      usage.prompt_tokens, usage.completion_tokens, usage.latency_s)
+            return Reply(parsed=parsed, usage=usage, model=model_id, raw=raw)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send(self, request: dict[str, Any], tally: Tally, stage: str, last_raw: str | None) -> Any:
+        """Transport layer call, with SDK errors mapped to our typed errors."""
+        try:
+            return await self._pool.send(request, tally, stage=stage)
+        except openai.APIError as exc:
+            if is_transient(exc):
+                raise JudgeUnavailableError(
+                    f"judge unavailable after {tally.attempts} requests: {describe(exc)}",
+                    stage=stage, last_reply=last_raw, usage=_usage(tally)) from exc
+            hint = ""
+            if isinstance(exc, openai.BadRequestError) and self.config.structured_output == "json_schema":
+                hint = " (if the server lacks json_schema support, set structured_output='json_object')"
+            body = str(getattr(exc, "body", "") or "")[:300]
+            raise JudgeError(f"judge request rejected: {describe(exc)}: {body}{hint}",
+                             stage=stage, last_reply=last_raw, usage=_usage(tally)) from exc
+
+
+def _usage(tally: Tally) -> Usage:
+    return Usage(prompt_tokens=tally.prompt_tokens, completion_tokens=tally.completion_tokens,
+                 latency_s=round(tally.latency_s, 6), attempts=tally.attempts)
+
+
+def make_judge(config: JudgeConfig | None = None) -> OpenAICompatJudge:
+    """The judge for `config` (default: `JudgeConfig.from_env()`)."""
+    return OpenAICompatJudge(config if config is not None else JudgeConfig.from_env())

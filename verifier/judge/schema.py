@@ -1,0 +1,168 @@
+"""Pydantic output model -> the JSON schema sent to the judge, and judge text -> the model.
+
+The output model is the single source of truth: it is both what constrains decoding
+(``response_format`` json_schema) and what validates the reply. Two production facts shape this:
+
+- Strict structured outputs want a self-contained schema: every object closed
+  (``additionalProperties: false``), every property required, no ``$ref``. We inline ``$defs``
+  and strip ``title``/``default`` noise so the schema is also short enough to paste into a prompt
+  in ``json_object`` fallback mode.
+- A weak model never closes an unbounded string, and vLLM's default grammar backend lets raw
+  control characters into bounded strings (strict ``json.loads`` then fails). So we warn about
+  unbounded fields and parse with ``json.loads(strict=False)``.
+
+Example::
+
+    schema = json_schema_for(OutcomeVerdict)
+    verdict = parse_reply('{"success": true, ...}', OutcomeVerdict)
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from functools import lru_cache
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import ConfigError
+
+log = logging.getLogger("cua_verifier.judge")
+T = TypeVar("T", bound=BaseModel)
+
+_DROP_KEYS = {"title", "default"}
+_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+class ReplyParseError(ValueError):
+    """The reply is not valid JSON or violates the schema. `feedback` is shown to the model."""
+
+    def __init__(self, feedback: str) -> None:
+        self.feedback = feedback
+        super().__init__(feedback)
+
+
+def schema_name(model: type[BaseModel]) -> str:
+    """A name accepted by ``response_format.json_schema.name`` (``^[a-zA-Z0-9_-]{1,64}$``)."""
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", model.__name__)[:64] or "output"
+
+
+@lru_cache(maxsize=256)
+def json_schema_for(model: type[BaseModel]) -> dict[str, Any]:
+    """The strict-compatible, self-contained JSON schema of `model` (cached per class).
+
+    Raises:
+        ConfigError: the model is recursive (cannot be inlined).
+    """
+    raw = model.model_json_schema()
+    defs = raw.pop("$defs", {})
+    schema = _close(_inline(raw, defs, ()))
+    unbounded = unbounded_paths(schema)
+    if unbounded:
+        log.warning("output model %s has unbounded fields (a weak judge may never stop): %s",
+                    model.__name__, ", ".join(unbounded[:8]))
+    return schema
+
+
+def _inline(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:
+    if isinstance(node, list):
+        return [_inline(x, defs, seen) for x in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        if name in seen:
+            raise ConfigError(f"output model is recursive through {name!r}; judge schemas must be finite")
+        target = _inline(defs[name], defs, seen + (name,))
+        extra = {k: _inline(v, defs, seen) for k, v in node.items() if k != "$ref" and k not in _DROP_KEYS}
+        return {**target, **extra}
+    out = {}
+    for key, value in node.items():
+        if key == "properties":  # property *names* may be "title"/"default": never drop those
+            out[key] = {name: _inline(sub, defs, seen) for name, sub in value.items()}
+        elif key not in _DROP_KEYS:
+            out[key] = _inline(value, defs, seen)
+    return out
+
+
+def _close(node: Any) -> Any:
+    """Every object: no extra keys, all properties required (strict mode's rules)."""
+    if isinstance(node, list):
+        return [_close(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: (_close(v) if k != "properties" else {p: _close(s) for p, s in v.items()})
+           for k, v in node.items()}
+    if out.get("type") == "object" or "properties" in out:
+        out["additionalProperties"] = False
+        out["required"] = list(out.get("properties", {}))
+    return out
+
+
+def unbounded_paths(schema: dict[str, Any], path: str = "$") -> list[str]:
+    """Paths of strings without maxLength/enum, arrays without maxItems, numbers without a range."""
+    found: list[str] = []
+    kind = schema.get("type")
+    if "enum" not in schema and "const" not in schema:
+        if kind == "string" and "maxLength" not in schema:
+            found.append(path)
+        elif kind == "array" and "maxItems" not in schema:
+            found.append(path)
+        elif kind in ("integer", "number") and not (
+                {"maximum", "exclusiveMaximum"} & schema.keys() and {"minimum", "exclusiveMinimum"} & schema.keys()):
+            found.append(path)
+    for name, sub in schema.get("properties", {}).items():
+        found += unbounded_paths(sub, f"{path}.{name}")
+    if isinstance(schema.get("items"), dict):
+        found += unbounded_paths(schema["items"], f"{path}[]")
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in schema.get(key, []):
+            found += unbounded_paths(sub, path)
+    return found
+
+
+def schema_instructions(model: type[BaseModel]) -> str:
+    """System-prompt text for ``json_object`` mode, where the server does not enforce the schema."""
+    return ("Reply with one JSON object and nothing else (no prose, no code fences). "
+            "It must validate against this JSON schema:\n"
+            + json.dumps(json_schema_for(model), separators=(",", ":")))
+
+
+def strip_fences(text: str) -> str:
+    """Remove a surrounding ```json ... ``` fence; otherwise keep the outermost {...} span."""
+    match = _FENCE.match(text)
+    if match:
+        return match.group(1).strip()
+    start, end = text.find("{"), text.rfind("}")
+    return text[start:end + 1] if 0 <= start < end else text
+
+
+def parse_reply(text: str, model: type[T], *, lenient: bool = False) -> T:
+    """Parse the judge's reply into `model`.
+
+    Args:
+        text: the reply content.
+        model: the output model.
+        lenient: strip code fences / surrounding prose first (``json_object`` mode only; in
+            json_schema mode prose around the JSON means the server ignored the schema).
+
+    Raises:
+        ReplyParseError: with feedback text suitable for a re-ask.
+    """
+    body = strip_fences(text) if lenient else text.strip()
+    if not body:
+        raise ReplyParseError("Your reply was empty. Reply with the JSON object only.")
+    try:
+        data = json.loads(body, strict=False)  # raw control chars inside strings are tolerated
+    except json.JSONDecodeError as exc:
+        raise ReplyParseError(f"Your reply is not valid JSON ({exc.msg} at line {exc.lineno} "
+                              f"column {exc.colno}). Reply with the JSON object only.") from exc
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            for err in exc.errors(include_url=False)[:10])
+        raise ReplyParseError(f"Your reply does not match the required schema: {problems}. "
+                              "Reply again with the corrected JSON object only.") from exc
