@@ -9,7 +9,12 @@ Conventions (fixed here so no stage has to guess):
 - `Screenshot.step` names the step a screenshot belongs to and `Screenshot.timing` says whether it
   shows the page *before* that step's action ran or *after* it. `step=0, timing="after"` is the
   initial page before any action.
+- The final page (after the last action) is `step=n, timing="after"`; with no steps at all the
+  only page is `step=0, timing="after"`. Loaders map every format onto this (see
+  `verifier.loaders` and examples/README.md for the per-format rules).
 - `final_answer is None` means the agent never answered; an empty string is an (empty) answer.
+- `load_warnings` lists what a loader had to tolerate (e.g. screenshot count != step count). It
+  lives on the trajectory, not in `Task.metadata`, because the task is what the rubric sees.
 """
 from __future__ import annotations
 
@@ -22,7 +27,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SerializerFunctionWrapHandler,
+                      model_serializer, model_validator)
 
 from .errors import ScreenshotError
 
@@ -31,6 +37,18 @@ TRAJECTORY_SCHEMA_VERSION = "1.0"
 #: Guards against decompression bombs and absurd inputs (overridable per call).
 MAX_SCREENSHOT_BYTES = 40 * 1024 * 1024
 MAX_SCREENSHOT_PIXELS = 40_000_000
+
+
+_MAGIC = [(b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+          (b"GIF8", "image/gif"), (b"RIFF", "image/webp"), (b"BM", "image/bmp")]
+
+
+def sniff_mime(data: bytes) -> str | None:
+    """MIME type from the first bytes (no decoding); None when it is no image format we know."""
+    for magic, mime in _MAGIC:
+        if data.startswith(magic):
+            return mime
+    return None
 
 
 class RunStatus(str, Enum):
@@ -127,17 +145,28 @@ class Screenshot(BaseModel):
             self._raw = self._read_raw(max_bytes)
         return self._raw
 
+    def _check_file(self, max_bytes: int) -> Path:
+        """Existence and size guard for a path source, before any byte is read."""
+        p = Path(self.path or "")
+        try:
+            size = p.stat().st_size
+        except OSError as exc:
+            raise ScreenshotError(f"screenshot file missing ({exc.strerror})", file=self.path) from exc
+        if not p.is_file():
+            raise ScreenshotError("screenshot path is not a file", file=self.path)
+        if size > max_bytes:
+            raise ScreenshotError(f"screenshot is {size} bytes, over the {max_bytes}-byte limit",
+                                  file=self.path)
+        return p
+
     def _read_raw(self, max_bytes: int) -> bytes:
         if self.path is not None:
-            p = Path(self.path)
+            p = self._check_file(max_bytes)
             try:
-                size = p.stat().st_size
+                return p.read_bytes()
             except OSError as exc:
-                raise ScreenshotError(f"screenshot file missing ({exc.strerror})", file=self.path) from exc
-            if size > max_bytes:
-                raise ScreenshotError(f"screenshot is {size} bytes, over the {max_bytes}-byte limit",
-                                      file=self.path)
-            return p.read_bytes()
+                raise ScreenshotError(f"cannot read screenshot ({exc.strerror or exc})",
+                                      file=self.path) from exc
         if self.data_url is not None:
             head, _, payload = self.data_url.partition(",")
             if not head.startswith("data:") or ";base64" not in head:
@@ -164,14 +193,12 @@ class Screenshot(BaseModel):
     def image(self, *, max_pixels: int = MAX_SCREENSHOT_PIXELS) -> Image.Image:
         """Decode (once) with a pixel-count guard checked *before* the full decode."""
         if self._pil is not None:
+            self._check_pixels(*self._pil.size, max_pixels)
             return self._pil
         data = self.bytes()
         try:
             img = Image.open(io.BytesIO(data))
-            w, h = img.size
-            if w * h > max_pixels:
-                raise ScreenshotError(f"image is {w}x{h}, over the {max_pixels}-pixel limit",
-                                      file=self.path)
+            self._check_pixels(*img.size, max_pixels)
             img.load()
         except ScreenshotError:
             raise
@@ -179,6 +206,33 @@ class Screenshot(BaseModel):
             raise ScreenshotError(f"cannot decode screenshot: {exc}", file=self.path) from exc
         self._pil = img
         return img
+
+    def _check_pixels(self, w: int, h: int, max_pixels: int) -> None:
+        if w * h > max_pixels:
+            raise ScreenshotError(f"image is {w}x{h}, over the {max_pixels}-pixel limit",
+                                  file=self.path)
+
+    def size(self, *, max_pixels: int = MAX_SCREENSHOT_PIXELS) -> tuple[int, int]:
+        """(width, height) from the image header only: cheap, no pixel decode.
+
+        Also the loaders' load-time check: it fails with `ScreenshotError` on a missing file, a
+        file that is no image, or an oversize image, without paying for a full decode.
+        """
+        if self._pil is not None:
+            self._check_pixels(*self._pil.size, max_pixels)
+            return self._pil.size
+        if self._raw is None and self.path is not None:
+            # Header read only: a 500-step run must not read every byte at load time.
+            source: Any = self._check_file(MAX_SCREENSHOT_BYTES)
+        else:
+            source = io.BytesIO(self.bytes())
+        try:
+            with Image.open(source) as img:
+                w, h = img.size
+        except (OSError, ValueError, Image.DecompressionBombError) as exc:
+            raise ScreenshotError(f"not a readable image: {exc}", file=self.path) from exc
+        self._check_pixels(w, h, max_pixels)
+        return w, h
 
     def validate_image(self) -> None:
         """Raise `ScreenshotError` now if the image is missing or undecodable (loaders call this)."""
@@ -188,10 +242,24 @@ class Screenshot(BaseModel):
         """A copy that survives JSON: in-memory sources become a PNG/original-bytes data URL."""
         if self.path is not None or self.data_url is not None:
             return self
+        return Screenshot(step=self.step, timing=self.timing, data_url=self.as_data_url())
+
+    def as_data_url(self) -> str:
+        """The original encoded bytes as a data URL (a `data_url` source is returned as is)."""
+        if self.data_url is not None:
+            return self.data_url
         data = self.bytes()
-        mime = Image.MIME.get(Image.open(io.BytesIO(data)).format or "PNG", "image/png")
-        url = f"data:{mime};base64,{base64.b64encode(data).decode()}"
-        return Screenshot(step=self.step, timing=self.timing, data_url=url)
+        mime = sniff_mime(data) or "application/octet-stream"
+        return f"data:{mime};base64,{base64.b64encode(data).decode()}"
+
+    @model_serializer(mode="wrap")
+    def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # In-memory sources would otherwise vanish from JSON: embed them as a data URL so every
+        # dump (model_dump_json, to_json, nested in other models) round-trips.
+        out = handler(self)
+        if self.path is None and self.data_url is None and (self._raw is not None or self._pil is not None):
+            out["data_url"] = self.as_data_url()
+        return out
 
 
 class Trajectory(BaseModel):
@@ -207,6 +275,7 @@ class Trajectory(BaseModel):
     status: RunStatus = RunStatus.finished
     source_format: str = "native"
     source_path: str | None = None
+    load_warnings: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _steps_numbered(self) -> "Trajectory":
@@ -231,6 +300,5 @@ class Trajectory(BaseModel):
         return groups
 
     def to_json(self, **kwargs: Any) -> str:
-        """Native JSON; in-memory screenshots are embedded as data URLs."""
-        copy = self.model_copy(update={"screenshots": [s.to_serialisable() for s in self.screenshots]})
-        return copy.model_dump_json(**kwargs)
+        """Native JSON; in-memory screenshots are embedded as data URLs (by their serializer)."""
+        return self.model_dump_json(**kwargs)

@@ -1,1 +1,106 @@
-"""Trajectory loaders: one module per on-disk format, all producing `Trajectory`."""
+"""Trajectory loaders: one module per on-disk format, all producing `Trajectory`.
+
+Formats (`format=` values):
+- "fara": a fara / webeval run folder (`web_surfer.log`, `*_final_answer.json`, screenshots).
+- "om2w": an Online-Mind2Web run folder (`result.json`, `trajectory/<i>_full_screenshot.png`).
+- "cuavb-parquet": a local parquet export of CUAVerifierBench (`trajectories` config), many rows.
+- "cuavb-row": one CUAVerifierBench row given as a dict (see `cuavb.load_cuavb_row`).
+- "native": the project's own JSON / JSONL (see examples/README.md).
+
+Loading is cheap: screenshots stay on disk / in memory and only their headers are checked (exists,
+is an image, within the size guards), so a 500-step run loads in well under a second. Problems the
+run can be judged despite (screenshot count != step count, thoughts missing) are recorded in
+`Trajectory.load_warnings`; anything that makes the data unreadable or ambiguous raises
+`TrajectoryError` / `ScreenshotError` naming the file, line and field.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import TrajectoryError
+from ..trajectory import Trajectory
+from .cuavb import iter_cuavb_dataset, iter_cuavb_parquet, load_cuavb_hub, load_cuavb_row
+from .fara import is_fara_folder, load_fara
+from .native import iter_native, load_native_record
+from .om2w import is_om2w_folder, load_om2w
+
+FORMATS = ("fara", "om2w", "native", "cuavb-parquet", "cuavb-row")
+
+__all__ = ["FORMATS", "detect_format", "iter_cuavb_dataset", "iter_cuavb_parquet", "load_cuavb_hub",
+           "load_cuavb_row", "load_fara", "load_native_record", "load_om2w", "load_trajectories",
+           "load_trajectory"]
+
+
+def detect_format(path: str | Path) -> str:
+    """The format of a path on disk, from its layout / suffix; raises `TrajectoryError` if unknown."""
+    p = Path(path)
+    if not p.exists():
+        raise TrajectoryError("no such file or directory", file=str(p))
+    if p.is_dir():
+        if is_fara_folder(p):
+            return "fara"
+        if is_om2w_folder(p):
+            return "om2w"
+        if (p / "trajectory.json").is_file():
+            return "native"
+        raise TrajectoryError("unknown trajectory folder: expected web_surfer.log + *_final_answer.json "
+                              "(fara), result.json (Online-Mind2Web) or trajectory.json (native)",
+                              file=str(p))
+    suffix = p.suffix.lower()
+    if suffix == ".parquet":
+        return "cuavb-parquet"
+    if suffix in (".json", ".jsonl"):
+        return "native"
+    raise TrajectoryError(f"unknown trajectory file type {suffix or '(no suffix)'!r}: expected a folder, "
+                          ".json, .jsonl or .parquet", file=str(p))
+
+
+def load_trajectories(path_or_row: str | Path | Mapping[str, Any], *, format: str = "auto",
+                      check_images: bool = True, **options: Any) -> Iterator[Trajectory]:
+    """Every trajectory at `path_or_row` (a folder gives one, JSONL / parquet give many), lazily.
+
+    `options` go to the format's loader (e.g. `task_file=` / `instruction=` for "fara").
+    """
+    if isinstance(path_or_row, Mapping):
+        yield _load_mapping(path_or_row, format, check_images)
+        return
+    p = Path(path_or_row)
+    fmt = detect_format(p) if format == "auto" else format
+    if fmt not in FORMATS:
+        raise TrajectoryError(f"unknown format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
+    if not p.exists():
+        raise TrajectoryError("no such file or directory", file=str(p))
+    if fmt == "fara":
+        yield load_fara(p, check_images=check_images, **options)
+    elif fmt == "om2w":
+        yield load_om2w(p, check_images=check_images)
+    elif fmt == "cuavb-parquet":
+        yield from iter_cuavb_parquet(p, check_images=check_images)
+    elif fmt == "native":
+        yield from iter_native(p / "trajectory.json" if p.is_dir() else p, check_images=check_images)
+    else:
+        raise TrajectoryError("format 'cuavb-row' takes a dict, not a path", file=str(p))
+
+
+def load_trajectory(path_or_row: str | Path | Mapping[str, Any], *, format: str = "auto",
+                    check_images: bool = True, **options: Any) -> Trajectory:
+    """Exactly one trajectory; a file holding several raises (use `load_trajectories`)."""
+    it = load_trajectories(path_or_row, format=format, check_images=check_images, **options)
+    first = next(it, None)
+    if first is None:
+        raise TrajectoryError("holds no trajectory", file=str(path_or_row))
+    if next(it, None) is not None:
+        raise TrajectoryError("holds more than one trajectory; use load_trajectories()",
+                              file=str(path_or_row))
+    return first
+
+
+def _load_mapping(row: Mapping[str, Any], format: str, check_images: bool) -> Trajectory:
+    if format == "cuavb-row" or (format == "auto" and "web_surfer_log" in row):
+        return load_cuavb_row(row, check_images=check_images)
+    if format in ("native", "auto") and isinstance(row.get("task"), Mapping):
+        return load_native_record(dict(row), check_images=check_images)
+    raise TrajectoryError("cannot tell the format of this record: expected a CUAVerifierBench row "
+                          "(web_surfer_log, screenshots, ...) or a native record (task, steps, ...)")

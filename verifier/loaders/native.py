@@ -1,0 +1,57 @@
+"""Loader for the project's own format: one `Trajectory` as JSON (`.json`), or one per line (`.jsonl`).
+
+The record is exactly `Trajectory.to_json()` (documented field by field in examples/README.md).
+Screenshot `path`s are relative to the JSON file's folder (absolute paths are allowed); `data_url`s
+embed the image as base64. Every other format converts to this one.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import TrajectoryError
+from ..trajectory import TRAJECTORY_SCHEMA_VERSION, Trajectory
+from ._common import check_screenshots, iter_json_lines, parse_json, read_text
+
+
+def load_native_record(record: dict[str, Any], *, base_dir: str | Path | None = None, file: str = "<record>",
+                       line: int | None = None, check_images: bool = True) -> Trajectory:
+    """One native record (already parsed JSON) -> `Trajectory`; relative paths resolve to `base_dir`."""
+    if not isinstance(record, dict):
+        raise TrajectoryError(f"a trajectory record must be a JSON object, got {type(record).__name__}",
+                              file=file, line=line)
+    version = str(record.get("schema_version", TRAJECTORY_SCHEMA_VERSION))
+    if version.split(".")[0] != TRAJECTORY_SCHEMA_VERSION.split(".")[0]:
+        raise TrajectoryError(f"schema_version {version} is not supported (this reader: "
+                              f"{TRAJECTORY_SCHEMA_VERSION})", file=file, line=line, field="schema_version")
+    try:
+        traj = Trajectory.model_validate(record)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or None
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise TrajectoryError(f"{err['msg']}{more}", file=file, line=line, field=field) from None
+    if base_dir is not None:
+        for shot in traj.screenshots:
+            if shot.path is not None and not Path(shot.path).is_absolute():
+                shot.path = str(Path(base_dir) / shot.path)
+    if check_images:
+        check_screenshots(traj.screenshots, file=file if line is None else f"{file}:{line}")
+    traj.source_path = file if line is None else f"{file}:{line}"
+    return traj
+
+
+def iter_native(path: str | Path, *, check_images: bool = True) -> Iterator[Trajectory]:
+    """Every trajectory in a `.json` (one record, or a list of records) or `.jsonl` file."""
+    p = Path(path)
+    text = read_text(p, what="trajectory file")
+    if p.suffix.lower() == ".jsonl":
+        records = iter_json_lines(text, file=str(p), what="trajectory file")
+    else:
+        data = parse_json(text, file=str(p), what="trajectory file")
+        records = ((None, r) for r in data) if isinstance(data, list) else iter([(None, data)])
+    for line, record in records:
+        yield load_native_record(record, base_dir=p.parent.absolute(), file=str(p), line=line, check_images=check_images)
