@@ -77,7 +77,8 @@ def agreement_table(verdicts: Iterable[Verdict], labels: Iterable[HumanLabels], 
             per_verifier.setdefault(v.verifier, []).append(v)
     rows: list[AgreementRow] = []
     for name, vs in per_verifier.items():
-        for target in ("outcome", "process", "process_score"):
+        has_process = any(v.process_score is not None for v in vs)  # verdict-only verifiers have none
+        for target in ("outcome", "process", "process_score") if has_process else ("outcome",):
             for source in LABEL_SOURCES:
                 pairs, unscored = [], 0
                 for v in vs:

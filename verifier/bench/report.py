@@ -1,0 +1,178 @@
+"""The benchmark report: markdown + HTML tables, confusion matrices, score scatter, taxonomy, cost.
+
+Everything is computed from a `ReportInputs` (agreement rows, verdicts, labels, usage, taxonomy
+counts), which is itself written to `report_inputs.json`, so a report can be re-rendered or diffed
+without re-running anything. Plots use matplotlib's Agg backend (no display needed).
+
+The paper's Table 2 figures are printed as reference rows next to ours; they were measured with the
+paper's own judge models, so they are a yardstick, not an expected value for any judge.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from .labels import LABEL_SOURCE_TITLES, AgreementRow, HumanLabels, Verdict
+from .metrics import BINARY_METRICS, InterAnnotator
+
+#: arXiv 2604.06240, Table 2 (outcome labels): (verifier, split, kappa, FPR).
+PAPER_TABLE2 = [
+    ("Universal Verifier (paper)", "internal", "0.64", "0.01"),
+    ("Universal Verifier (paper)", "fara7b_om2w_browserbase", "0.58", "0.08"),
+    ("WebJudge (paper)", "internal", "0.44", ">= 0.22"),
+    ("WebJudge (paper)", "fara7b_om2w_browserbase", "0.26", ">= 0.22"),
+    ("WebVoyager judge (paper)", "internal", "0.31", ">= 0.45"),
+    ("WebVoyager judge (paper)", "fara7b_om2w_browserbase", "0.13", ">= 0.45"),
+    ("Inter-annotator (paper)", "both", "outcome 0.53-0.57, process 0.36-0.45", ""),
+]
+
+
+class UsageRow(BaseModel):
+    """Judge cost per scored trajectory for one verifier."""
+
+    verifier: str
+    n: int
+    calls_mean: float
+    prompt_tokens_mean: float
+    completion_tokens_mean: float
+    latency_s_mean: float
+    latency_s_p50: float
+    latency_s_max: float
+
+
+class ReportInputs(BaseModel):
+    title: str = "CUAVerifierBench agreement report"
+    split: str | None = None
+    threshold: float = 0.8
+    n_boot: int = 1000
+    seed: int = 0
+    rows: list[AgreementRow]
+    verdicts: list[Verdict] = Field(default_factory=list)
+    labels: list[HumanLabels] = Field(default_factory=list)
+    usage: list[UsageRow] = Field(default_factory=list)
+    taxonomy: dict[str, dict[str, int]] = Field(default_factory=dict)  # verifier -> category -> count
+    inter_annotator: dict[str, InterAnnotator] = Field(default_factory=dict)  # "outcome"/"process" -> stats
+    notes: list[str] = Field(default_factory=list)
+
+
+Table = tuple[list[str], list[list[str]]]
+
+
+def _f(x: float, digits: int = 3) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def metric_table(rows: Sequence[AgreementRow]) -> Table:
+    head = ["verifier", "target", "labels", "n", "unscored", "tp", "fp", "fn", "tn",
+            *[m if m != "kappa" else "kappa" for m in BINARY_METRICS]]
+    body = []
+    for r in rows:
+        if r.binary is None:
+            continue
+        b = r.binary
+        body.append([r.verifier, r.target, LABEL_SOURCE_TITLES[r.label_source], str(b.n), str(r.n_unscored),
+                     str(b.tp), str(b.fp), str(b.fn), str(b.tn), *[getattr(b, m).fmt() for m in BINARY_METRICS]])
+    return head, body
+
+
+def correlation_table(rows: Sequence[AgreementRow]) -> Table:
+    head = ["verifier", "n", "unscored", "pearson", "spearman", "MAE"]
+    body = [[r.verifier, str(r.continuous.n), str(r.n_unscored), r.continuous.pearson.fmt(),
+             r.continuous.spearman.fmt(), r.continuous.mae.fmt()] for r in rows if r.continuous is not None]
+    return head, body
+
+
+def usage_table(usage: Sequence[UsageRow]) -> Table:
+    head = ["verifier", "n", "calls / traj", "prompt tok / traj", "completion tok / traj",
+            "latency s / traj (mean)", "p50", "max"]
+    body = [[u.verifier, str(u.n), _f(u.calls_mean, 1), _f(u.prompt_tokens_mean, 0), _f(u.completion_tokens_mean, 0),
+             _f(u.latency_s_mean, 2), _f(u.latency_s_p50, 2), _f(u.latency_s_max, 2)] for u in usage]
+    return head, body
+
+
+def inter_annotator_table(ia: dict[str, InterAnnotator]) -> Table:
+    head = ["label", "items (>= 2 annotators)", "annotators", "Fleiss kappa", "mean pairwise Cohen kappa",
+            "pairs", "raw pair agreement"]
+    body = [[k, str(v.n_items), str(v.n_annotators), _f(v.fleiss_kappa), _f(v.mean_pairwise_kappa), str(v.n_pairs),
+             _f(v.pairwise_percent_agreement)] for k, v in ia.items()]
+    return head, body
+
+
+def paper_table() -> Table:
+    return ["reference (paper Table 2, outcome)", "split", "kappa", "FPR"], [list(r) for r in PAPER_TABLE2]
+
+
+def _md(table: Table) -> str:
+    head, body = table
+    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(map(esc, head)) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(map(esc, row)) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def _html_table(table: Table) -> str:
+    head, body = table
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in body)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+
+def _sections(inp: ReportInputs) -> list[tuple[str, Table]]:
+    secs = [("Binary agreement (95% bootstrap CI)", metric_table(inp.rows)),
+            ("Process score vs median UV-blind human score", correlation_table(inp.rows))]
+    if inp.inter_annotator:
+        secs.append(("Inter-annotator agreement (UV-blind)", inter_annotator_table(inp.inter_annotator)))
+    if inp.usage:
+        secs.append(("Judge cost per trajectory", usage_table(inp.usage)))
+    secs.append(("Reference figures", paper_table()))
+    return secs
+
+
+def write_report(inp: ReportInputs, out_dir: str | Path) -> dict[str, Path]:
+    """Write report.md, report.html, the PNGs and report_inputs.json; return their paths."""
+    from .plots import plot_confusions, plot_scatter, plot_taxonomy
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"inputs": out / "report_inputs.json", "md": out / "report.md", "html": out / "report.html"}
+    paths["inputs"].write_text(inp.model_dump_json(indent=1), encoding="utf-8")
+    images = {"confusion": plot_confusions(inp.rows, out / "confusion.png"),
+              "scatter": plot_scatter(inp.verdicts, inp.labels, out / "scatter.png"),
+              "taxonomy": plot_taxonomy(inp.taxonomy, out / "taxonomy.png")}
+    images = {k: v for k, v in images.items() if v is not None}
+    paths.update(images)
+    meta = (f"split: {inp.split or 'n/a'} | process threshold: {inp.threshold} | bootstrap: {inp.n_boot} "
+            f"resamples, seed {inp.seed}")
+    sections = _sections(inp)
+    md = [f"# {inp.title}", "", meta, ""]
+    for title, table in sections:
+        md += [f"## {title}", "", _md(table), ""]
+    for key, caption in (("confusion", "Confusion matrices"), ("scatter", "Verifier vs human process score"),
+                         ("taxonomy", "Error taxonomy (verifier diagnosis)")):
+        if key in images:
+            md += [f"## {caption}", "", f"![{caption}]({images[key].name})", ""]
+    md += [f"- {n}" for n in inp.notes]
+    paths["md"].write_text("\n".join(md) + "\n", encoding="utf-8")
+    body = [f"<h1>{html.escape(inp.title)}</h1>", f"<p>{html.escape(meta)}</p>"]
+    for title, table in sections:
+        body += [f"<h2>{html.escape(title)}</h2>", _html_table(table)]
+    for key, caption in (("confusion", "Confusion matrices"), ("scatter", "Verifier vs human process score"),
+                         ("taxonomy", "Error taxonomy (verifier diagnosis)")):
+        if key in images:
+            body += [f"<h2>{caption}</h2>", f'<img src="{images[key].name}" alt="{caption}">']
+    body += [f"<p>{html.escape(n)}</p>" for n in inp.notes]
+    style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1em}"
+             "td,th{border:1px solid #bbb;padding:3px 6px;font-size:13px}img{max-width:100%}")
+    paths["html"].write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(inp.title)}"
+                             f"</title><style>{style}</style></head><body>{''.join(body)}</body></html>\n",
+                             encoding="utf-8")
+    return paths
+
+
+def load_inputs(path: str | Path) -> ReportInputs:
+    return ReportInputs.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
