@@ -1,0 +1,146 @@
+"""The verifier as TRL reward functions: `uv_process`, `uv_outcome` (and `uv_combined`).
+
+Contract (TRL >= 1.16, `GRPOTrainer._calculate_rewards`): called with keyword arguments
+`prompts, completions, completion_ids, trainer_state, log_extra, log_metric, [environments],
+**dataset_columns_and_rollout_fields`; returns one `float | None` per completion. `None` means the
+verifier could not score that rollout (judge down, invalid trajectory...): TRL excludes it instead
+of treating it as a failure, which a 0 would wrongly do.
+
+Why callable classes with an async `__call__` and a class-level `__name__`: TRL detects them as
+async (`trl.trainer.utils.is_async_callable`) and awaits them concurrently; the metric names
+(`rewards/uv_process/mean`) stay stable; and instances pickle (the async GRPO worker pickles reward
+functions) because they hold only `RewardSettings` - the session is looked up again after unpickling.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any, Sequence
+
+from verifier.records import result_field
+
+from .adapters import build_trajectories
+from .session import Outcome, VerifierSession, get_session
+from .settings import RewardSettings
+
+
+class _UVReward:
+    """Shared machinery; subclasses say which number of the verification result is the reward."""
+
+    __name__ = "uv_reward"
+    extra_columns: tuple[str, ...] = ()
+
+    def __init__(self, settings: RewardSettings | None = None, *, name: str | None = None,
+                 judge_url: str | list[str] | None = None, model: str | None = None, **overrides: Any) -> None:
+        if judge_url is not None or model is not None or overrides:
+            base = settings.model_dump() if settings is not None else {}
+            base.update(overrides)
+            judge = dict(base.get("judge") or {})
+            if judge_url is not None:
+                judge["base_urls"] = [judge_url] if isinstance(judge_url, str) else list(judge_url)
+            if model is not None:
+                judge["model"] = model
+            base["judge"] = judge
+            settings = RewardSettings.model_validate(base)
+        self.settings = settings  # None: read the environment at first call
+        if name is not None:
+            self.__name__ = name
+        self._session: VerifierSession | None = None
+
+    # ---- pickling: only settings travel -------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_session"] = None
+        return state
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.__name__!r}, settings={'env' if self.settings is None else '...'})"
+
+    @property
+    def session(self) -> VerifierSession:
+        if self._session is None:
+            settings = self.settings if self.settings is not None else RewardSettings.from_env()
+            self._session = get_session(settings)
+        return self._session
+
+    # ---- the reward ---------------------------------------------------------------------------
+    def value(self, result: Any) -> float:
+        raise NotImplementedError
+
+    async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any],
+                       completion_ids: Sequence[Any] | None = None, **kwargs: Any) -> list[float | None]:
+        session = self.session
+        trajs = build_trajectories(prompts, completions, kwargs, answer_tools=session.settings.answer_tools)
+
+        async def one(t: Any) -> Outcome:
+            return Outcome(error=t) if isinstance(t, Exception) else await session.verify(t)
+
+        outcomes = await asyncio.gather(*(one(t) for t in trajs))
+        rewards = [self.value(o.result) if o.ok else None for o in outcomes]
+        if kwargs.get("log_metric") is not None:
+            self._log_metrics(kwargs["log_metric"], outcomes)
+        if kwargs.get("log_extra") is not None:
+            self._log_extra(kwargs["log_extra"], outcomes)
+        return rewards
+
+    def _log_metrics(self, log_metric: Any, outcomes: list[Outcome]) -> None:
+        """Per batch: failure rate (own name) and verification cost (shared `uv/` names)."""
+        n = max(len(outcomes), 1)
+        log_metric(f"{self.__name__}/failure_rate", sum(not o.ok for o in outcomes) / n)
+        ok = [o.result for o in outcomes if o.ok]
+        if not ok:
+            return
+        def mean(name: str) -> float | None:
+            vals = [float(v) for v in (result_field(r, name) for r in ok) if v is not None]
+            return sum(vals) / len(vals) if vals else None
+        tokens = [float((result_field(r, "usage.prompt_tokens") or 0) + (result_field(r, "usage.completion_tokens")
+                                                                          or 0)) for r in ok]
+        for metric, val in (("uv/judge_latency_s", mean("usage.latency_s")),
+                            ("uv/judge_calls_per_rollout", mean("usage.calls")),
+                            ("uv/tokens_per_rollout", sum(tokens) / len(tokens)),
+                            ("uv/degraded_rate", sum(bool(result_field(r, "degraded")) for r in ok) / len(ok))):
+            if val is not None and math.isfinite(val):
+                log_metric(metric, val)
+
+    def _log_extra(self, log_extra: Any, outcomes: list[Outcome]) -> None:
+        columns = {
+            "outcome_reasoning": lambda r: result_field(r, "outcome_reasoning"),
+            "process_score": lambda r: result_field(r, "process_score"),
+            "first_failure_step": lambda r: result_field(r, "diagnosis.first_failure_step"),
+        }
+        for col in self.extra_columns:
+            values = [columns[col](o.result) if o.ok else f"unscored: {type(o.error).__name__}: {o.error}"[:300]
+                      for o in outcomes]
+            log_extra(f"{self.__name__}/{col}", values)
+
+
+class UVProcessReward(_UVReward):
+    """Process reward in [0, 1]: the verifier's rubric-based process score."""
+
+    __name__ = "uv_process"
+    extra_columns = ("first_failure_step",)
+
+    def value(self, result: Any) -> float:
+        return float(result_field(result, "process_score"))
+
+
+class UVOutcomeReward(_UVReward):
+    """Outcome reward in {0, 1}: did the agent accomplish what the user asked."""
+
+    __name__ = "uv_outcome"
+    extra_columns = ("outcome_reasoning", "process_score")
+
+    def value(self, result: Any) -> float:
+        return 1.0 if result_field(result, "outcome_success") else 0.0
+
+
+class UVCombinedReward(_UVReward):
+    """One scalar: `w * process + (1 - w) * outcome`, w = `combined_process_weight` (default 0.5)."""
+
+    __name__ = "uv_combined"
+    extra_columns = ("outcome_reasoning", "first_failure_step")
+
+    def value(self, result: Any) -> float:
+        w = self.session.settings.combined_process_weight
+        outcome = 1.0 if result_field(result, "outcome_success") else 0.0
+        return w * float(result_field(result, "process_score")) + (1 - w) * outcome

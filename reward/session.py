@@ -1,0 +1,198 @@
+"""One verification per rollout, shared by every reward function in the process.
+
+Why: process and outcome are two TRL reward functions that TRL awaits concurrently, but both come
+from the same pipeline run. A process-wide `VerifierSession` (one per distinct settings) keeps
+- a single-flight table keyed by the rollout's content hash, so the second reward awaits the
+  first one's in-flight verification instead of starting another;
+- a bounded LRU of finished verifications (failures expire after `failure_ttl_s`), so a reward
+  whose coroutine runs after the other has finished still gets the same result;
+- one `StageCache` (rubric once per task: GRPO's G rollouts of a prompt share it);
+- per event loop: the judge client and the concurrency semaphore. TRL runs async rewards on a daemon-thread loop
+  and offline scoring uses `asyncio.run`; loop-bound objects must never cross loops.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from verifier.errors import CuaVerifierError
+from verifier.trajectory import Trajectory
+
+from .settings import RewardSettings, resolve
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Outcome:
+    """A finished verification: `result` when it worked, `error` when it did not."""
+
+    result: Any = None
+    error: BaseException | None = None
+    at: float = field(default_factory=time.monotonic)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def rollout_key(traj: Trajectory) -> str:
+    """Content hash of everything the verifier reads (screenshots by their pixel-file hash)."""
+    data = {
+        "task": traj.task.model_dump(mode="json"),
+        "steps": [s.model_dump(mode="json") for s in traj.steps],
+        "shots": [(s.step, s.timing, s.sha256) for s in traj.screenshots],
+        "final_answer": traj.final_answer,
+        "status": traj.status.value,
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class _LoopState:
+    """Objects bound to one event loop: judge client, semaphore, in-flight futures."""
+
+    def __init__(self, session: "VerifierSession") -> None:
+        self.judge = session.build_judge()
+        self.semaphore = asyncio.Semaphore(session.settings.max_concurrency)
+        self.inflight: dict[str, asyncio.Future] = {}
+
+
+class VerifierSession:
+    """Shared verification state for one `RewardSettings` within one process."""
+
+    def __init__(self, settings: RewardSettings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._loops: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]" = (
+            weakref.WeakKeyDictionary())
+        self._done: "OrderedDict[str, Outcome]" = OrderedDict()
+        self._verify = resolve(settings.verify_fn)
+        self._verifier_config = self._build_verifier_config()
+        self.runs = 0  # pipeline runs started (tests and metrics read it)
+        factory = settings.cache_factory
+        # StageCache keeps finished values as plain data and in-flight tasks per loop, so one
+        # instance serves every loop: the rubric of a task is generated once per process.
+        self.cache = resolve(factory)() if factory else None
+
+    # ---- construction -------------------------------------------------------------------------
+    def _build_verifier_config(self) -> Any:
+        if not self.settings.verifier:
+            return None  # verify() uses its defaults
+        from verifier.config import VerifierConfig  # lazy: only the real pipeline needs it
+
+        return VerifierConfig(**self.settings.verifier)
+
+    def build_judge(self) -> Any:
+        """A judge for the current loop: the custom factory, else `make_judge(JudgeConfig(...))`."""
+        if self.settings.judge_factory is not None:
+            return resolve(self.settings.judge_factory)()
+        judge_cfg = self.settings.judge
+        if not judge_cfg.get("base_urls") or not judge_cfg.get("model"):
+            from verifier.errors import ConfigError
+
+            raise ConfigError("no judge configured: set CUA_JUDGE_URL and CUA_JUDGE_MODEL, or "
+                              "CUA_VERIFIER_CONFIG with a 'judge' section, or pass judge_url/model")
+        from verifier.judge import make_judge
+        from verifier.judge.config import JudgeConfig
+
+        return make_judge(JudgeConfig(**judge_cfg))
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            st = self._loops.get(loop)
+            if st is None:
+                st = self._loops[loop] = _LoopState(self)
+            return st
+
+    # ---- the single flight --------------------------------------------------------------------
+    def _cached(self, key: str) -> Outcome | None:
+        with self._lock:
+            hit = self._done.get(key)
+            if hit is None:
+                return None
+            if not hit.ok and time.monotonic() - hit.at > self.settings.failure_ttl_s:
+                del self._done[key]
+                return None
+            self._done.move_to_end(key)
+            return hit
+
+    def _store(self, key: str, outcome: Outcome) -> None:
+        with self._lock:
+            self._done[key] = outcome
+            self._done.move_to_end(key)
+            while len(self._done) > self.settings.cache_size:
+                self._done.popitem(last=False)
+
+    async def verify(self, traj: Trajectory) -> Outcome:
+        """Verify once per distinct rollout; concurrent and later callers share the outcome."""
+        key = rollout_key(traj)
+        hit = self._cached(key)
+        if hit is not None:
+            return hit
+        st = self._state()
+        fut = st.inflight.get(key)
+        if fut is not None:
+            return await asyncio.shield(fut)
+        fut = asyncio.get_running_loop().create_future()
+        st.inflight[key] = fut
+        try:
+            outcome = await self._run(st, traj)
+            self._store(key, outcome)
+            fut.set_result(outcome)
+            return outcome
+        finally:
+            st.inflight.pop(key, None)
+            if not fut.done():  # cancelled: followers must not hang
+                fut.cancel()
+
+    async def _run(self, st: _LoopState, traj: Trajectory) -> Outcome:
+        async with st.semaphore:
+            self.runs += 1
+            try:
+                result = await self._verify(traj, self._verifier_config, judge=st.judge, cache=self.cache)
+            except CuaVerifierError as exc:
+                log.warning("rollout of task %s not verified: %s", traj.task.id, exc)
+                return Outcome(error=exc)
+            except Exception as exc:  # a bug, not a verdict: never a score either
+                if self.settings.strict:
+                    raise
+                log.exception("unexpected error verifying task %s", traj.task.id)
+                return Outcome(error=exc)
+        return Outcome(result=result)
+
+    async def aclose(self) -> None:
+        """Close the judge bound to the running loop (offline scoring calls this at the end)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            st = self._loops.pop(loop, None)
+        if st is not None and hasattr(st.judge, "aclose"):
+            await st.judge.aclose()
+
+
+_SESSIONS: dict[str, VerifierSession] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def get_session(settings: RewardSettings) -> VerifierSession:
+    """The process-wide session for these settings (created on first use)."""
+    key = settings.fingerprint()
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.get(key)
+        if session is None:
+            session = _SESSIONS[key] = VerifierSession(settings)
+        return session
+
+
+def clear_sessions() -> None:
+    """Forget every session (tests; or after changing the environment in a notebook)."""
+    with _SESSIONS_LOCK:
+        _SESSIONS.clear()

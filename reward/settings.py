@@ -1,0 +1,92 @@
+"""Settings of the verifier-backed rewards: plain, picklable data, read from env/JSON lazily.
+
+Why plain data: TRL's async GRPO pickles reward functions into a spawned worker, and
+`trl grpo --reward_funcs reward.uv_process` cannot pass arguments. So a reward object carries only
+this model (or nothing, meaning "read the environment at first call"); judges, caches and locks are
+rebuilt from it inside whichever process and event loop the reward ends up running in.
+Secrets are never stored: the API key is read by the judge from the variable named in its config.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from verifier.errors import ConfigError
+
+ENV_URL, ENV_MODEL, ENV_CONFIG = "CUA_JUDGE_URL", "CUA_JUDGE_MODEL", "CUA_VERIFIER_CONFIG"
+
+#: Tool names whose call is the agent's final answer (argument "answer"/"text"/... carries it).
+DEFAULT_ANSWER_TOOLS = ["final_answer", "answer", "submit", "done", "terminate", "stop"]
+
+
+class RewardSettings(BaseModel):
+    """Everything a reward needs to build its verification session.
+
+    `judge` holds `verifier.judge.config.JudgeConfig` fields (base_urls, model, timeouts, ...);
+    `verifier` holds `verifier.config.VerifierConfig` fields. The three *hook* fields accept a
+    dotted path or a module-level callable (both pickle), for tests and custom judges.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    judge: dict[str, Any] = Field(default_factory=dict)
+    verifier: dict[str, Any] = Field(default_factory=dict)
+    max_concurrency: int = Field(default=16, ge=1, description="rollouts verified at once per process")
+    failure_ttl_s: float = Field(default=300.0, ge=0, description="how long a failed rollout stays failed")
+    cache_size: int = Field(default=4096, ge=1, description="finished verifications kept (LRU)")
+    combined_process_weight: float = Field(default=0.5, ge=0, le=1)
+    answer_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_ANSWER_TOOLS))
+    strict: bool = Field(default=False, description="re-raise unexpected (non-verifier) exceptions")
+    judge_factory: str | Callable[[], Any] | None = None
+    verify_fn: str | Callable[..., Any] = "verifier.pipeline.verify"
+    cache_factory: str | Callable[[], Any] | None = "verifier.cache.StageCache"
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> "RewardSettings":
+        """CUA_VERIFIER_CONFIG (a JSON file with these fields) then CUA_JUDGE_URL / CUA_JUDGE_MODEL."""
+        data: dict[str, Any] = {}
+        path = os.environ.get(ENV_CONFIG)
+        if path:
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    data = json.load(fh)
+            except (OSError, json.JSONDecodeError) as exc:
+                raise ConfigError(f"{ENV_CONFIG}={path}: cannot read JSON config ({exc})") from exc
+            if not isinstance(data, dict):
+                raise ConfigError(f"{ENV_CONFIG}={path}: expected a JSON object")
+        judge = dict(data.pop("judge", None) or {})
+        if os.environ.get(ENV_URL):
+            judge["base_urls"] = [u.strip() for u in os.environ[ENV_URL].split(",") if u.strip()]
+        if os.environ.get(ENV_MODEL):
+            judge["model"] = os.environ[ENV_MODEL]
+        data.update(overrides)
+        data["judge"] = {**judge, **(overrides.get("judge") or {})}
+        try:
+            return cls.model_validate(data)
+        except ValueError as exc:
+            raise ConfigError(f"invalid reward settings: {exc}") from exc
+
+    def fingerprint(self) -> str:
+        """Stable key: equal settings share one session (and so one cache) per process."""
+        def name(v: Any) -> Any:
+            return v if v is None or isinstance(v, str) else f"{v.__module__}.{v.__qualname__}"
+
+        data = self.model_dump(exclude={"judge_factory", "verify_fn", "cache_factory"})
+        data.update(judge_factory=name(self.judge_factory), verify_fn=name(self.verify_fn),
+                    cache_factory=name(self.cache_factory))
+        return json.dumps(data, sort_keys=True, default=str)
+
+
+def resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
+    """A dotted path ``pkg.mod.attr`` (or ``pkg.mod:attr``) or a callable, as a callable."""
+    if callable(ref):
+        return ref
+    module, _, attr = ref.replace(":", ".").rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"cannot import {ref!r}: {exc}") from exc

@@ -1,0 +1,32 @@
+"""Module-level fakes for the reward tests (module-level so they pickle by reference)."""
+from __future__ import annotations
+
+import asyncio
+
+from verifier.errors import JudgeUnavailableError
+
+CALLS: list[str] = []  # task ids verified, in order
+FAIL_TASKS: set[str] = set()
+
+
+async def fake_verify(trajectory, config=None, *, judge, cache=None):
+    """Stands in for verifier.pipeline.verify: score = steps/10, success if an answer was given."""
+    CALLS.append(trajectory.task.id)
+    await asyncio.sleep(0.01)  # a real suspension, so concurrent callers really overlap
+    if trajectory.task.id in FAIL_TASKS:
+        raise JudgeUnavailableError("connection refused", stage="rubric")
+    return {"task_id": trajectory.task.id, "process_score": min(len(trajectory.steps) / 10, 1.0),
+            "outcome_success": trajectory.final_answer is not None,
+            "outcome_reasoning": f"answer={trajectory.final_answer!r}",
+            "diagnosis": {"first_failure_step": 2},
+            "degraded": [],
+            "usage": {"calls": 4, "prompt_tokens": 100, "completion_tokens": 20, "latency_s": 0.5}}
+
+
+class FakeJudge:
+    async def aclose(self):
+        pass
+
+
+def fake_judge():
+    return FakeJudge()

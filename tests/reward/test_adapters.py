@@ -1,0 +1,120 @@
+"""The three ways a rollout reaches a TRL reward function, each turned into a Trajectory."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image
+
+from reward.adapters import build_trajectories
+from verifier.errors import TrajectoryError
+from verifier.trajectory import RunStatus, Step, Task, Trajectory
+
+
+def img(color: str) -> Image.Image:
+    return Image.new("RGB", (8, 8), color)
+
+
+def png(color: str) -> bytes:
+    buf = io.BytesIO()
+    img(color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+PROMPT = [{"role": "user", "content": [{"type": "image", "image": img("white")},
+                                       {"type": "text", "text": "Find the cheapest flight"}]}]
+
+
+def test_conversation_tool_calls_and_tool_images():
+    completion = [
+        {"role": "assistant", "content": "open search",
+         "tool_calls": [{"type": "function", "function": {"name": "click", "arguments": {"x": 1, "y": 2}}}]},
+        {"role": "tool", "name": "click", "content": [{"type": "image", "image": img("red")},
+                                                      {"type": "text", "text": "clicked"}]},
+        {"role": "assistant", "content": "",
+         "tool_calls": [{"type": "function", "function": {"name": "type_text", "arguments": '{"text": "NYC"}'}},
+                        {"type": "function", "function": {"name": "bogus", "arguments": {}}}]},
+        {"role": "tool", "name": "type_text", "content": [{"type": "image", "image": img("blue")}]},
+        {"role": "tool", "name": "bogus", "content": "{'error': 'Tool bogus not found.'}"},
+        {"role": "assistant", "content": "The cheapest is $99"},
+    ]
+    (t,) = build_trajectories([PROMPT], [completion], {})
+    assert isinstance(t, Trajectory)
+    assert t.task.instruction == "Find the cheapest flight" and t.task.id.startswith("task-")
+    assert [(s.index, s.action) for s in t.steps] == [(1, "click"), (2, "type_text"), (3, "bogus")]
+    assert t.steps[0].arguments == {"x": 1, "y": 2} and t.steps[0].thought == "open search"
+    assert t.steps[1].arguments == {"text": "NYC"} and t.steps[2].error.startswith("{'error'")
+    assert [(s.step, s.timing) for s in t.screenshots] == [(0, "after"), (1, "after"), (3, "after")]
+    assert t.screenshots[1].image().getpixel((0, 0)) == (255, 0, 0)
+    assert t.final_answer == "The cheapest is $99" and t.status == RunStatus.finished
+
+
+def test_answer_tool_and_budget_exhaustion():
+    answered = [{"role": "assistant", "content": None, "tool_calls": [
+        {"type": "function", "function": {"name": "final_answer", "arguments": {"answer": "42"}}}]}]
+    cut = [{"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": "scroll", "arguments": {}}}]},
+        {"role": "tool", "name": "scroll", "content": "ok"}]
+    a, b = build_trajectories([PROMPT, PROMPT], [answered, cut], {}, answer_tools=["final_answer"])
+    assert a.final_answer == "42"
+    assert b.final_answer is None and b.status == RunStatus.step_budget_exhausted
+
+
+def test_same_prompt_gives_same_task_id_and_columns_win():
+    a, b = build_trajectories([PROMPT, PROMPT], ["x", "y"], {})
+    assert a.task.id == b.task.id and a.final_answer == "x"
+    (c,) = build_trajectories([PROMPT], ["x"], {"task_id": ["T1"], "instruction": ["Do it"],
+                                                "start_url": ["https://a.example"]})
+    assert (c.task.id, c.task.instruction, c.task.start_url) == ("T1", "Do it", "https://a.example")
+
+
+def test_rollout_fields_screenshots_actions_answer():
+    kw = {"screenshots": [[png("white"), img("red"), "data:image/png;base64,"
+                           + __import__("base64").b64encode(png("blue")).decode()]],
+          "actions": [[{"action": "click", "arguments": {"x": 3}, "thought": "go"}, "scroll"]],
+          "final_answer": ["done"], "task_id": ["T"]}
+    (t,) = build_trajectories(["Book a room"], [""], kw)
+    assert [s.action for s in t.steps] == ["click", "scroll"] and t.steps[0].thought == "go"
+    assert [s.step for s in t.screenshots] == [0, 1, 2]  # one more screenshot than actions: first is initial
+    assert t.final_answer == "done" and t.task.instruction == "Book a room"
+
+
+def test_rollout_field_native_trajectory_forms():
+    native = Trajectory(task=Task(id="n", instruction="x"), steps=[Step(index=1, action="click")],
+                        final_answer="a")
+    rows = [native, native.model_dump(mode="json"), native.to_json(), "{not json"]
+    out = build_trajectories(["p"] * 4, [""] * 4, {"trajectory": rows})
+    assert [o.task.id for o in out[:3]] == ["n", "n", "n"]
+    assert isinstance(out[3], TrajectoryError) and out[3].field == "trajectory"
+
+
+def test_environments_objects():
+    native = Trajectory(task=Task(id="env", instruction="x"), final_answer="a")
+
+    class WithMethod:
+        def to_trajectory(self):
+            return native
+
+    class WithAttr:
+        trajectory = native.to_json()
+
+    class Neither:
+        pass
+
+    out = build_trajectories([PROMPT] * 3, ["c1", "c2", "c3"], {"environments": [WithMethod(), WithAttr(), Neither()]})
+    assert out[0].task.id == out[1].task.id == "env"
+    assert out[2].final_answer == "c3"  # env without a trajectory: falls back to the completion
+
+
+def test_row_errors_are_per_row():
+    out = build_trajectories([[{"role": "system", "content": "x"}], PROMPT], ["a", "b"],
+                             {"screenshots": [None, [object()]]})
+    assert isinstance(out[0], TrajectoryError) and isinstance(out[1], TrajectoryError)
+    assert "screenshot" in str(out[1])
+
+
+@pytest.mark.parametrize("images_col", ["images", "image"])
+def test_dataset_image_column_is_initial_screenshot(images_col):
+    value = [img("white")] if images_col == "images" else img("white")
+    (t,) = build_trajectories([[{"role": "user", "content": "go"}]], ["done"], {images_col: [value]})
+    assert len(t.screenshots) == 1 and t.screenshots[0].step == 0

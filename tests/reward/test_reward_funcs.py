@@ -1,0 +1,175 @@
+"""Reward functions against a fake `verify`: contract, None on failure, single flight, pickling."""
+from __future__ import annotations
+
+import asyncio
+import pickle
+
+import pytest
+import reward_fakes
+from trl.trainer.utils import get_callable_name, is_async_callable
+
+from reward import (RewardSettings, UVCombinedReward, UVOutcomeReward, UVProcessReward, clear_sessions,
+                    make_uv_rewards, uv_outcome, uv_process)
+from verifier.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    clear_sessions()
+    reward_fakes.CALLS.clear()
+    reward_fakes.FAIL_TASKS.clear()
+    yield
+    clear_sessions()
+
+
+def settings(**kw) -> RewardSettings:
+    return RewardSettings(verify_fn=reward_fakes.fake_verify, judge_factory=reward_fakes.fake_judge,
+                          cache_factory=None, strict=True, **kw)
+
+
+def batch(n_tasks=2, g=3):
+    """G rollouts per task; rollout j makes j+1 tool calls and answers."""
+    prompts, completions, task_ids = [], [], []
+    for t in range(n_tasks):
+        for j in range(g):
+            prompts.append([{"role": "user", "content": f"Book flight number {t}"}])
+            calls = [{"type": "function", "function": {"name": "click", "arguments": {"x": k}}}
+                     for k in range(j + 1)]
+            completions.append([{"role": "assistant", "content": "thinking", "tool_calls": calls},
+                                {"role": "tool", "name": "click", "content": "ok"},
+                                {"role": "assistant", "content": f"done {j}"}])
+            task_ids.append(f"task-{t}")
+    return prompts, completions, task_ids
+
+
+class Recorder:
+    def __init__(self):
+        self.metrics, self.extra = {}, {}
+
+    def log_metric(self, name, value):
+        self.metrics.setdefault(name, []).append(value)
+
+    def log_extra(self, column, values):
+        assert column not in self.extra, f"column {column} logged twice"
+        self.extra[column] = values
+
+
+def test_trl_sees_async_callables_with_stable_names():
+    for func, name in ((uv_process, "uv_process"), (uv_outcome, "uv_outcome"),
+                       (UVCombinedReward(), "uv_combined")):
+        assert is_async_callable(func)
+        assert get_callable_name(func) == name
+    assert get_callable_name(UVProcessReward(name="uv_process_v2")) == "uv_process_v2"
+
+
+async def test_values_lengths_and_one_run_per_rollout_for_both_rewards():
+    p, o = UVProcessReward(settings()), UVOutcomeReward(settings())
+    prompts, completions, task_ids = batch()
+    rec = Recorder()
+    kw = dict(task_id=task_ids, log_metric=rec.log_metric, log_extra=rec.log_extra)
+    proc, outc = await asyncio.gather(p(prompts, completions, **kw), o(prompts, completions, **kw))
+    assert proc == pytest.approx([0.1, 0.2, 0.3] * 2)  # fake score = steps / 10; rollout j has j+1 clicks
+    assert outc == [1.0] * 6
+    assert len(reward_fakes.CALLS) == 6  # both rewards attached, one verification per rollout
+    assert rec.metrics["uv/judge_calls_per_rollout"] == [4.0, 4.0]
+    assert rec.metrics["uv_process/failure_rate"] == [0.0]
+    assert rec.extra["uv_outcome/outcome_reasoning"][0] == "answer='done 0'"
+    assert rec.extra["uv_process/first_failure_step"] == [2] * 6
+
+
+async def test_sequential_second_reward_reuses_finished_verification():
+    p, o = make_uv_rewards(settings())[:2]
+    prompts, completions, task_ids = batch(1, 2)
+    await p(prompts, completions, task_id=task_ids)
+    await o(prompts, completions, task_id=task_ids)
+    assert len(reward_fakes.CALLS) == 2
+
+
+async def test_failure_is_none_not_zero_and_metric_logged():
+    reward_fakes.FAIL_TASKS.add("task-1")
+    rec = Recorder()
+    prompts, completions, task_ids = batch()
+    out = await UVOutcomeReward(settings())(prompts, completions, task_id=task_ids,
+                                            log_metric=rec.log_metric, log_extra=rec.log_extra)
+    assert out[:3] == [1.0] * 3 and out[3:] == [None] * 3
+    assert rec.metrics["uv_outcome/failure_rate"] == [0.5]
+    assert rec.extra["uv_outcome/outcome_reasoning"][3].startswith("unscored: JudgeUnavailableError")
+
+
+async def test_failed_rollout_is_retried_after_ttl():
+    reward_fakes.FAIL_TASKS.add("task-0")
+    f = UVOutcomeReward(settings(failure_ttl_s=0.0))
+    prompts, completions, task_ids = batch(1, 1)
+    assert await f(prompts, completions, task_id=task_ids) == [None]
+    reward_fakes.FAIL_TASKS.clear()
+    assert await f(prompts, completions, task_id=task_ids) == [1.0]
+    assert len(reward_fakes.CALLS) == 2
+
+
+async def test_bad_row_is_none_only_for_that_row():
+    prompts, completions, _ = batch(1, 2)
+    prompts[1] = [{"role": "system", "content": "no user message"}]
+    assert await UVOutcomeReward(settings())(prompts, completions) == [1.0, None]
+
+
+async def test_pickle_round_trip_then_call():
+    f = pickle.loads(pickle.dumps(UVProcessReward(settings())))
+    assert f._session is None and get_callable_name(f) == "uv_process"
+    prompts, completions, task_ids = batch(1, 1)
+    assert await f(prompts, completions, task_id=task_ids) == [pytest.approx(0.1)]
+    g = pickle.loads(pickle.dumps(f))  # after use too: the session is dropped, not pickled
+    assert await g(prompts, completions, task_id=task_ids) == [pytest.approx(0.1)]
+
+
+async def test_combined_weights_process_and_outcome():
+    f = UVCombinedReward(settings(combined_process_weight=0.25))
+    prompts, completions, task_ids = batch(1, 1)
+    assert await f(prompts, completions, task_id=task_ids) == [pytest.approx(0.25 * 0.1 + 0.75)]
+
+
+def test_env_configuration_read_lazily(monkeypatch, tmp_path):
+    cfg = tmp_path / "uv.json"
+    cfg.write_text('{"max_concurrency": 3, "judge": {"timeout_s": 30}, "verifier": {"votes": 3}}')
+    monkeypatch.setenv("CUA_VERIFIER_CONFIG", str(cfg))
+    monkeypatch.setenv("CUA_JUDGE_URL", "http://a:8000/v1, http://b:8000/v1")
+    monkeypatch.setenv("CUA_JUDGE_MODEL", "judge")
+    s = RewardSettings.from_env()
+    assert s.max_concurrency == 3 and s.verifier == {"votes": 3}
+    assert s.judge == {"timeout_s": 30, "base_urls": ["http://a:8000/v1", "http://b:8000/v1"], "model": "judge"}
+    monkeypatch.setenv("CUA_VERIFIER_CONFIG", str(tmp_path / "missing.json"))
+    with pytest.raises(ConfigError):
+        RewardSettings.from_env()
+
+
+async def test_missing_judge_config_fails_loudly(monkeypatch):
+    for var in ("CUA_JUDGE_URL", "CUA_JUDGE_MODEL", "CUA_VERIFIER_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    f = UVOutcomeReward(RewardSettings(verify_fn=reward_fakes.fake_verify, cache_factory=None))
+    prompts, completions, _ = batch(1, 1)
+    with pytest.raises(ConfigError, match="CUA_JUDGE_URL"):
+        await f(prompts, completions)
+
+
+async def test_concurrency_is_bounded():
+    active = peak = 0
+
+    async def counting(trajectory, config=None, *, judge, cache=None):
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await asyncio.sleep(0.01)
+        active -= 1
+        return await reward_fakes.fake_verify(trajectory, config, judge=judge, cache=cache)
+
+    f = UVOutcomeReward(settings(max_concurrency=2).model_copy(update={"verify_fn": counting}))
+    prompts, completions, task_ids = batch(3, 3)
+    await f(prompts, completions, task_id=task_ids)
+    assert peak == 2 and len(reward_fakes.CALLS) == 9
+
+
+def test_loops_do_not_share_loop_bound_state():
+    f = UVOutcomeReward(settings())
+    prompts, completions, task_ids = batch(1, 1)
+    assert asyncio.run(f(prompts, completions, task_id=task_ids)) == [1.0]
+    prompts2, completions2, _ = batch(1, 2)
+    assert asyncio.run(f(prompts2, completions2, task_id=["other"] * 2)) == [1.0, 1.0]
