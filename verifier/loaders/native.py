@@ -54,4 +54,5 @@ def iter_native(path: str | Path, *, check_images: bool = True) -> Iterator[Traj
         data = parse_json(text, file=str(p), what="trajectory file")
         records = ((None, r) for r in data) if isinstance(data, list) else iter([(None, data)])
     for line, record in records:
-        yield load_native_record(record, base_dir=p.parent.absolute(), file=str(p), line=line, check_images=check_images)
+        yield load_native_record(record, base_dir=p.parent.absolute(), file=str(p), line=line,
+                                 check_images=check_images)
