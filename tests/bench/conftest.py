@@ -69,7 +69,7 @@ def write_bench_folder(root: Path) -> Path:
         answer = f"answer for {tid}"
         rows.append({"task_id": tid, "instruction": f"Do the thing number {k}", "init_url": "https://x.test/",
                      "start_timestamp": "2025-01-01T00:00:00", "end_timestamp": "2025-01-01T00:01:00",
-                     "final_answer": answer, "is_aborted": False, "web_surfer_log": _log(tid, len(shots), answer),
+                     "final_answer": answer, "is_aborted": False, "web_surfer_log": _log(tid, len(shots) - 1, answer),
                      "screenshots": shots, "n_screenshots": len(shots), "gpt_eval_json": "{}",
                      "uv_rubric_score": score, "uv_outcome_success": uv, "mm_is_success": 1,
                      "verifier_is_success": 1, "final_human_outcome_label": fo, "final_human_process_label": fp,

@@ -59,3 +59,13 @@ def test_annotation_labels_for_inter_annotator(bench_dir):
     assert outcome["Shop--aaaa1111"] == {"Judge1": True, "Judge2": True}
     scores = iter_annotation_labels(tasks, "human_process_score")
     assert scores["Maps--cccc3333"]["Judge1"] == pytest.approx(0.1)
+
+
+def test_rows_become_trajectories(bench_dir):
+    tasks = load_split(BB, data_dir=bench_dir)
+    traj = tasks[2].trajectory()
+    assert traj.task.id == "Maps--cccc3333" and traj.task.instruction == "Do the thing number 2"
+    assert len(traj.steps) == 3 and len(traj.screenshots) == 4
+    assert traj.final_answer == "answer for Maps--cccc3333"
+    assert traj.screenshots[0].image().size == (32, 20)
+    assert "final_human_outcome_label" not in traj.to_json()  # labels never reach the verifier

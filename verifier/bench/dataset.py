@@ -94,9 +94,9 @@ class BenchTask:
 
     def trajectory(self):
         """The row as a `Trajectory`, via the foundation's CUAVerifierBench loader."""
-        from ..loaders.cuaverifierbench import load_cuaverifierbench_row
+        from ..loaders.cuavb import load_cuavb_row
 
-        return load_cuaverifierbench_row(self.row)
+        return load_cuavb_row(self.row, source=f"CUAVerifierBench {self.split}/{self.task_id}")
 
 
 # ---- reading ------------------------------------------------------------------------------------
