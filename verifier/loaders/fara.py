@@ -16,6 +16,7 @@ wins, from: the `instruction=` argument, `task_file=` (TSV/JSON/JSONL, see `task
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ def is_fara_folder(path: Path) -> bool:
 
 def load_fara(folder: str | Path, *, task_file: str | Path | None = None, instruction: str | None = None,
               check_images: bool = True) -> Trajectory:
-    root = Path(folder).absolute()  # lazy screenshot paths must survive a chdir
+    root = Path(os.path.abspath(folder))  # lazy screenshot paths must survive a chdir
     if not root.is_dir():
         raise TrajectoryError("not a directory", file=str(root))
     answer_path = _answer_file(root)

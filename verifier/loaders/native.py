@@ -6,6 +6,7 @@ embed the image as base64. Every other format converts to this one.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,5 +55,5 @@ def iter_native(path: str | Path, *, check_images: bool = True) -> Iterator[Traj
         data = parse_json(text, file=str(p), what="trajectory file")
         records = ((None, r) for r in data) if isinstance(data, list) else iter([(None, data)])
     for line, record in records:
-        yield load_native_record(record, base_dir=p.parent.absolute(), file=str(p), line=line,
+        yield load_native_record(record, base_dir=os.path.abspath(p.parent), file=str(p), line=line,
                                  check_images=check_images)

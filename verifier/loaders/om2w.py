@@ -11,6 +11,7 @@ The format has no abort flag and no "no answer" marker: an empty or missing
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ def is_om2w_folder(path: Path) -> bool:
 
 
 def load_om2w(folder: str | Path, *, check_images: bool = True) -> Trajectory:
-    root = Path(folder).absolute()  # lazy screenshot paths must survive a chdir
+    root = Path(os.path.abspath(folder))  # lazy screenshot paths must survive a chdir
     result_path = root / "result.json"
     if not result_path.is_file():
         raise TrajectoryError("missing result.json", file=str(root))

@@ -1,0 +1,107 @@
+"""`cua-verifier inspect PATH`: what the verifier will see, before any judge call.
+
+The first command a user runs on their own data: it loads the trajectory with the same loaders as
+`score`, and prints the task, the steps (action, short arguments, thought excerpt, URL, error), the
+screenshots (step, before/after, size, hash prefix, duplicates) and the loader's warnings. Bad input
+exits with status 2 and the loader's message (file, line, field).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from itertools import islice
+from typing import Any
+
+from ..errors import TrajectoryError
+from ..loaders import load_trajectories
+from ..trajectory import Trajectory
+
+FORMAT_CHOICES = ["auto", "fara", "om2w", "native", "cuavb-parquet"]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("inspect", help="summarise a trajectory (any supported format)",
+                              description=__doc__.split("\n")[0])
+    p.add_argument("path", help="trajectory folder, .json/.jsonl (native) or .parquet (CUAVerifierBench)")
+    p.add_argument("--format", default="auto", choices=FORMAT_CHOICES, help="input format (default: auto)")
+    p.add_argument("--json", action="store_true", help="print one JSON summary per trajectory (JSON lines)")
+    p.add_argument("--limit", type=int, default=20, help="at most this many trajectories from a multi-"
+                   "trajectory file (default 20; 0 = all)")
+    p.add_argument("--width", type=int, default=80, help="cut texts to this many characters (0 = no cut)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        trajs = load_trajectories(args.path, format=args.format)
+        if args.limit > 0:
+            trajs = islice(trajs, args.limit)
+        for n, traj in enumerate(trajs):
+            info = summarise(traj)
+            if args.json:
+                print(json.dumps(info, ensure_ascii=False))
+            else:
+                if n:
+                    print("\n" + "=" * 80 + "\n")
+                print(render(info, width=args.width))
+    except TrajectoryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def summarise(traj: Trajectory) -> dict[str, Any]:
+    """Plain-data summary (the `--json` output); raises `ScreenshotError` on an unreadable image."""
+    first_seen: dict[str, int] = {}
+    shots = []
+    for k, shot in enumerate(traj.screenshots, start=1):
+        w, h = shot.size()
+        sha = shot.sha256
+        shots.append({"number": k, "step": shot.step, "timing": shot.timing, "width": w, "height": h,
+                      "bytes": len(shot.bytes()), "sha256": sha, "duplicate_of": first_seen.get(sha),
+                      "source": shot.describe()})
+        first_seen.setdefault(sha, k)
+    return {
+        "source": traj.source_path, "source_format": traj.source_format,
+        "task": traj.task.model_dump(), "status": traj.status.value, "final_answer": traj.final_answer,
+        "steps": [s.model_dump() for s in traj.steps], "screenshots": shots,
+        "distinct_screenshots": len(first_seen), "warnings": list(traj.load_warnings),
+    }
+
+
+def render(info: dict[str, Any], *, width: int = 80) -> str:
+    def cut(text: Any, n: int = width) -> str:
+        s = " ".join(str(text).split())
+        return s if n <= 0 or len(s) <= n else s[: n - 1] + "…"
+
+    task = info["task"]
+    answer = info["final_answer"]
+    lines = [
+        f"Trajectory   {info['source']}  [{info['source_format']}]",
+        f"Task         {task['id']}",
+        f"Instruction  {cut(task['instruction'], 0)}",
+        f"Start URL    {task['start_url'] or '(none)'}",
+        f"Status       {info['status']}",
+        f"Final answer {cut(answer, 0) if answer is not None else '(no answer)'}",
+    ]
+    if info["warnings"]:
+        lines.append("Warnings")
+        lines += [f"  ! {w}" for w in info["warnings"]]
+    lines.append(f"\nSteps ({len(info['steps'])})")
+    for s in info["steps"]:
+        args = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in s["arguments"].items())
+        lines.append(f"  {s['index']:>3}. {s['action']}({cut(args, width - 20 if width else 0)})")
+        if s["thought"]:
+            lines.append(f"       thought: {cut(s['thought'], width - 16 if width else 0)}")
+        if s["url"]:
+            lines.append(f"       url: {cut(s['url'], width - 12 if width else 0)}")
+        if s["error"]:
+            lines.append(f"       ERROR: {cut(s['error'])}")
+    shots = info["screenshots"]
+    lines.append(f"\nScreenshots ({len(shots)}, {info['distinct_screenshots']} distinct)")
+    for sh in shots:
+        dup = f"  duplicate of #{sh['duplicate_of']}" if sh["duplicate_of"] else ""
+        lines.append(f"  {sh['number']:>3}. step {sh['step']:<3} {sh['timing']:<6} {sh['width']}x{sh['height']:<5} "
+                     f"{sh['bytes'] / 1024:8.1f} KB  {sh['sha256'][:12]}{dup}")
+    return "\n".join(lines)
