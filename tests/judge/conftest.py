@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import socket
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from judge_server import ScriptedServer
-
 
 
 @pytest.fixture

@@ -11,9 +11,10 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from verifier.judge.config import JudgeConfig
 
@@ -47,7 +48,7 @@ class ScriptedServer:
     max_in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def start(self) -> "ScriptedServer":
+    def start(self) -> ScriptedServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -124,7 +125,8 @@ class ScriptedServer:
 
 def fast_config(*urls: str, **overrides) -> JudgeConfig:
     """Tiny backoff and timeouts so the whole suite stays fast."""
-    values = dict(base_urls=list(urls), model="judge", timeout_s=5.0, transport_retries=2, reask_retries=2,
-                  backoff_initial_s=0.01, backoff_max_s=0.05, backoff_jitter_s=0.01, retry_after_max_s=2.0)
+    values = {"base_urls": list(urls), "model": "judge", "timeout_s": 5.0, "transport_retries": 2,
+              "reask_retries": 2, "backoff_initial_s": 0.01, "backoff_max_s": 0.05, "backoff_jitter_s": 0.01,
+              "retry_after_max_s": 2.0}
     values.update(overrides)
     return JudgeConfig(**values)

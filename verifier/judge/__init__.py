@@ -17,7 +17,7 @@ __all__ = ["ImagePart", "Judge", "JudgeConfig", "Message", "OpenAICompatJudge", 
            "TextPart", "Usage", "make_judge"]
 
 
-def make_judge(config: JudgeConfig | None = None) -> "OpenAICompatJudge":
+def make_judge(config: JudgeConfig | None = None) -> OpenAICompatJudge:
     """Build the judge for `config` (default: `JudgeConfig.from_env()`)."""
     from .openai_compat import make_judge as _make
 

@@ -97,7 +97,7 @@ class JudgeConfig(BaseModel):
         return os.environ.get(self.api_key_env) or PLACEHOLDER_API_KEY
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> "JudgeConfig":
+    def from_env(cls, **overrides: Any) -> JudgeConfig:
         """Build from ``CUA_JUDGE_URL`` (comma-separated replicas) and ``CUA_JUDGE_MODEL``.
 
         Args:

@@ -102,16 +102,7 @@ def _close(node: Any) -> Any:
 
 def unbounded_paths(schema: dict[str, Any], path: str = "$") -> list[str]:
     """Paths of strings without maxLength/enum, arrays without maxItems, numbers without a range."""
-    found: list[str] = []
-    kind = schema.get("type")
-    if "enum" not in schema and "const" not in schema:
-        if kind == "string" and "maxLength" not in schema:
-            found.append(path)
-        elif kind == "array" and "maxItems" not in schema:
-            found.append(path)
-        elif kind in ("integer", "number") and not (
-                {"maximum", "exclusiveMaximum"} & schema.keys() and {"minimum", "exclusiveMinimum"} & schema.keys()):
-            found.append(path)
+    found: list[str] = [path] if _unbounded(schema) else []
     for name, sub in schema.get("properties", {}).items():
         found += unbounded_paths(sub, f"{path}.{name}")
     if isinstance(schema.get("items"), dict):
@@ -120,6 +111,19 @@ def unbounded_paths(schema: dict[str, Any], path: str = "$") -> list[str]:
         for sub in schema.get(key, []):
             found += unbounded_paths(sub, path)
     return found
+
+
+def _unbounded(schema: dict[str, Any]) -> bool:
+    if "enum" in schema or "const" in schema:
+        return False
+    keys, kind = schema.keys(), schema.get("type")
+    if kind == "string":
+        return "maxLength" not in keys
+    if kind == "array":
+        return "maxItems" not in keys
+    if kind in ("integer", "number"):
+        return not ({"maximum", "exclusiveMaximum"} & keys and {"minimum", "exclusiveMinimum"} & keys)
+    return False
 
 
 def schema_instructions(model: type[BaseModel]) -> str:
