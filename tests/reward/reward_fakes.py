@@ -6,12 +6,16 @@ import asyncio
 from verifier.errors import JudgeUnavailableError
 
 CALLS: list[str] = []  # task ids verified, in order
+KEYS: list[str] = []  # rollout content keys verified, in order
 FAIL_TASKS: set[str] = set()
 
 
 async def fake_verify(trajectory, config=None, *, judge, cache=None):
     """Stands in for verifier.pipeline.verify: score = steps/10, success if an answer was given."""
+    from reward.session import rollout_key
+
     CALLS.append(trajectory.task.id)
+    KEYS.append(rollout_key(trajectory))
     await asyncio.sleep(0.01)  # a real suspension, so concurrent callers really overlap
     if trajectory.task.id in FAIL_TASKS:
         raise JudgeUnavailableError("connection refused", stage="rubric")

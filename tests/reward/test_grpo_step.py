@@ -1,0 +1,57 @@
+"""The verifier rewards inside a real TRL GRPOTrainer step on CPU (tiny random policy)."""
+from __future__ import annotations
+
+import pytest
+import reward_fakes
+
+pytest.importorskip("trl")
+pytest.importorskip("tokenizers")
+
+from reward import RewardSettings, clear_sessions, make_uv_rewards  # noqa: E402
+from reward.testing import build_tiny_policy, run_grpo_smoke  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_policy(tmp_path_factory):
+    return build_tiny_policy(tmp_path_factory.mktemp("policy"))
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    clear_sessions()
+    reward_fakes.CALLS.clear()
+    reward_fakes.KEYS.clear()
+    reward_fakes.FAIL_TASKS.clear()
+    yield
+    clear_sessions()
+
+
+def _settings():
+    return RewardSettings(verify_fn=reward_fakes.fake_verify, judge_factory=reward_fakes.fake_judge,
+                          cache_factory=None, strict=True)
+
+
+def test_grpo_step_logs_both_rewards_and_verifies_each_rollout_once(tmp_path, tiny_policy):
+    r = make_uv_rewards(_settings())
+    trainer = run_grpo_smoke([r.process, r.outcome], output_dir=tmp_path, model_dir=tiny_policy,
+                             reward_weights=[0.5, 1.0], max_steps=2)
+    logs = [h for h in trainer.state.log_history if "rewards/uv_process/mean" in h]
+    assert len(logs) == 2
+    # the tiny policy never calls a tool: 0 steps -> process 0.0; its text is an answer -> outcome 1.0
+    assert logs[0]["rewards/uv_process/mean"] == 0.0 and logs[0]["rewards/uv_outcome/mean"] == 1.0
+    assert logs[0]["reward"] == pytest.approx(1.0)  # 0.5 * 0 + 1.0 * 1
+    assert logs[0]["uv/judge_calls_per_rollout"] == 4.0 and logs[0]["uv_outcome/failure_rate"] == 0.0
+    # 2 steps x 4 rollouts, two rewards each: never two verifications of the same rollout
+    assert 1 <= len(reward_fakes.KEYS) <= 8
+    assert len(reward_fakes.KEYS) == len(set(reward_fakes.KEYS))
+
+
+def test_grpo_step_judge_failure_is_nan_not_zero(tmp_path, tiny_policy):
+    reward_fakes.FAIL_TASKS.update({"tiny-0", "tiny-1"})
+    r = make_uv_rewards(_settings())
+    trainer = run_grpo_smoke([r.process, r.outcome], output_dir=tmp_path, model_dir=tiny_policy,
+                             multi_objective_aggregation="normalize_then_sum")
+    (log,) = [h for h in trainer.state.log_history if "rewards/uv_outcome/mean" in h]
+    assert log["uv_outcome/failure_rate"] == 1.0 and log["uv_process/failure_rate"] == 1.0
+    # all-None rows are unscorable: TRL logs no mean at all (not 0) and trains them with advantage 0
+    assert log["rewards/uv_outcome/mean"] is None and log["rewards/uv_process/mean"] is None
