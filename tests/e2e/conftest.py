@@ -1,0 +1,131 @@
+"""The engine tier: a real vLLM server on CPU, serving a tiny random-weight Qwen2-VL.
+
+The server is started through `serving`'s own command builder and launcher (the `cpu-tiny`
+preset), so what is tested is what `serve-judge` runs. One server per session; a test that kills
+it (to check crash handling) leaves it dead and the next test that needs it restarts it.
+
+Where things come from (all overridable):
+- judge venv: ``CUA_JUDGE_VENV`` or ``.venv-judge`` (made by ``serving/setup_judge_env.sh --cpu``);
+- model: built into ``CUA_TINY_MODEL_DIR`` or ``.cache/tiny-qwen2vl`` (reused when up to date).
+Without a judge venv the tier skips locally and fails loudly when ``CUA_REQUIRE_ENGINE=1`` (CI).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+
+from engine_utils.tiny_qwen2vl import build_tiny_qwen2vl  # noqa: E402
+
+from serving.command import ServeConfig, build_command  # noqa: E402
+from serving.launcher import kill_server, probe_health, start_server, stop_server, wait_for_health  # noqa: E402
+from serving.presets import get_preset  # noqa: E402
+
+API_KEY_ENV = "CUA_E2E_JUDGE_KEY"
+HEALTH_TIMEOUT_S = float(os.environ.get("CUA_ENGINE_HEALTH_TIMEOUT", "420"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Engine:
+    """A running (or restartable) judge server for the tests."""
+
+    venv: Path
+    model_dir: Path
+    log_path: Path
+    api_key: str = field(default_factory=lambda: secrets.token_urlsafe(16))
+    proc: subprocess.Popen | None = None
+    config: ServeConfig | None = None
+    starts: int = 0
+    startup_s: list[float] = field(default_factory=list)
+
+    @property
+    def base_url(self) -> str:
+        assert self.config is not None
+        return self.config.base_url
+
+    @property
+    def model(self) -> str:
+        assert self.config is not None
+        return self.config.served_model_name
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None and probe_health(self.config.health_url)
+
+    def ensure_running(self) -> "Engine":
+        if self.alive():
+            return self
+        if self.proc is not None:
+            stop_server(self.proc, grace_s=2)
+        self.config = ServeConfig(preset=get_preset("cpu-tiny"), model=str(self.model_dir), venv=str(self.venv),
+                                  port=_free_port(), api_key_env=API_KEY_ENV)
+        cmd = build_command(self.config)
+        environ = {**os.environ, API_KEY_ENV: self.api_key}
+        self.proc = start_server(cmd, environ=environ, log=self.log_path)
+        self.starts += 1
+        self.startup_s.append(wait_for_health(self.config.health_url, timeout_s=HEALTH_TIMEOUT_S,
+                                              proc=self.proc, log_path=self.log_path))
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL the whole server process group (a crashed judge)."""
+        if self.proc is not None:
+            kill_server(self.proc)
+
+    def judge_config(self, **overrides):
+        from verifier.judge.config import JudgeConfig
+
+        os.environ[API_KEY_ENV] = self.api_key
+        values = dict(base_urls=[self.base_url], model=self.model, api_key_env=API_KEY_ENV,
+                      image_max_side=224, timeout_s=60.0, transport_retries=1, backoff_initial_s=0.1,
+                      backoff_max_s=0.5, max_concurrency=8)
+        values.update(overrides)
+        return JudgeConfig(**values)
+
+
+def _judge_venv() -> Path | None:
+    venv = Path(os.environ.get("CUA_JUDGE_VENV") or REPO / ".venv-judge")
+    return venv if (venv / "bin" / "python").is_file() else None
+
+
+@pytest.fixture(scope="session")
+def engine_session(tmp_path_factory: pytest.TempPathFactory):
+    venv = _judge_venv()
+    if venv is None:
+        msg = ("judge venv missing: run `bash serving/setup_judge_env.sh --cpu` "
+               "(or set CUA_JUDGE_VENV)")
+        if os.environ.get("CUA_REQUIRE_ENGINE") == "1":
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
+    model_dir = Path(os.environ.get("CUA_TINY_MODEL_DIR") or REPO / ".cache" / "tiny-qwen2vl")
+    build_tiny_qwen2vl(model_dir)
+    log_dir = Path(os.environ.get("CUA_ENGINE_LOG_DIR") or tmp_path_factory.mktemp("engine"))
+    eng = Engine(venv=venv, model_dir=model_dir, log_path=log_dir / "vllm-server.log")
+    t0 = time.monotonic()
+    eng.ensure_running()
+    print(f"\n[engine] vLLM CPU server healthy in {time.monotonic() - t0:.0f}s at {eng.base_url} "
+          f"(log {eng.log_path})")
+    yield eng
+    if eng.proc is not None:
+        stop_server(eng.proc)
+
+
+@pytest.fixture
+def engine(engine_session: Engine) -> Engine:
+    """The session server, restarted first if an earlier test killed it."""
+    return engine_session.ensure_running()
