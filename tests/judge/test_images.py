@@ -77,3 +77,14 @@ def test_rgba_to_jpeg_and_corrupt_input():
     assert decode(out.data_url).mode == "RGB"
     with pytest.raises(ScreenshotError):
         ImageEncoder().encode(Screenshot.from_bytes(b"not an image", step=1))
+
+
+def test_concurrent_encodes_of_one_screenshot_run_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    enc = ImageEncoder(max_side=300)
+    raw = png(1200, 900)
+    shots = [Screenshot.from_bytes(raw, step=k) for k in range(1, 17)]  # 16 copies, one content hash
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        urls = {r.data_url for r in pool.map(enc.encode, shots)}
+    assert len(urls) == 1 and enc.encodes == 1

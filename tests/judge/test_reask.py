@@ -166,3 +166,12 @@ async def test_images_arrive_as_labelled_data_urls_of_the_configured_size(server
     assert judge.encoder.encodes == 2  # the second call reused both encodings
     assert "uuid" not in parts[2]
     await judge.aclose()
+
+
+async def test_images_outside_user_messages_are_refused(server):
+    judge = make_judge(fast_config(server.url))
+    bad = Message(role="system", content=[ImagePart(screenshot=Screenshot.from_bytes(_png(8, 8, (0, 0, 0)), step=1))])
+    with pytest.raises(ValueError, match="user messages"):
+        await judge.complete([bad], Score, stage="s")
+    assert server.requests == []
+    await judge.aclose()

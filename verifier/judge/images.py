@@ -67,6 +67,7 @@ class ImageEncoder:
         self.encodes = 0
         self._cache: OrderedDict[str, EncodedImage] = OrderedDict()
         self._lock = threading.Lock()
+        self._pending: dict[str, threading.Lock] = {}
 
     @property
     def settings_key(self) -> str:
@@ -86,14 +87,27 @@ class ImageEncoder:
         hit = self.cached(key)
         if hit is not None:
             return hit
-        encoded = self._encode(shot, key)
+        # single flight: concurrent calls fanning out over one screenshot encode it once
         with self._lock:
-            self.encodes += 1
-            if self.cache_size > 0:
-                self._cache[key] = encoded
-                self._cache.move_to_end(key)
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
+            key_lock = self._pending.setdefault(key, threading.Lock())
+        with key_lock:
+            hit = self.cached(key)
+            if hit is not None:
+                return hit
+            try:
+                encoded = self._encode(shot, key)
+            except BaseException:
+                with self._lock:
+                    self._pending.pop(key, None)
+                raise
+            with self._lock:  # publish before un-registering, so no latecomer encodes again
+                self.encodes += 1
+                if self.cache_size > 0:
+                    self._cache[key] = encoded
+                    self._cache.move_to_end(key)
+                    while len(self._cache) > self.cache_size:
+                        self._cache.popitem(last=False)
+                self._pending.pop(key, None)
         return encoded
 
     def _encode(self, shot: Screenshot, key: str) -> EncodedImage:

@@ -100,6 +100,8 @@ class OpenAICompatJudge:
         out: list[dict[str, Any]] = []
         for msg in messages:
             if msg.role != "user":  # system/assistant content as plain text: accepted everywhere
+                if any(p.type == "image" for p in msg.content):
+                    raise ValueError(f"images belong in user messages, not in a {msg.role} message")
                 out.append({"role": msg.role, "content": "\n\n".join(
                     p.text for p in msg.content if p.type == "text")})
                 continue
