@@ -42,7 +42,7 @@ class JudgePreset(BaseModel):
     dtype: str = "auto"
     max_num_seqs: int | None = Field(default=None, ge=1)
     enforce_eager: bool = False
-    mm_encoder_tp_mode: Literal["data", "weights"] | None = None
+    mm_encoder_tp_mode: Literal["data", "weights"] | None = None  # passed only when TP > 1
     weights_gib: float = Field(ge=0.0, description="approximate bf16 weight size, all GPUs together")
     expected_gpu_memory: str = Field(description="what node to ask for, in words")
     env: dict[str, str] = Field(default_factory=dict)
@@ -61,7 +61,7 @@ def _qwen25(name: str, size: str, *, tp: int, max_len: int, weights: float, node
         name=name, model=f"Qwen/Qwen2.5-VL-{size}-Instruct",
         description=f"Qwen2.5-VL {size} Instruct (bf16)", tensor_parallel_size=tp, max_model_len=max_len,
         max_pixels=1280 * _QWEN25_TOKEN_PX, min_pixels=4 * _QWEN25_TOKEN_PX, weights_gib=weights,
-        expected_gpu_memory=node, **kw)
+        expected_gpu_memory=node, mm_encoder_tp_mode="data", **kw)
 
 
 def _qwen3(name: str, size: str, *, tp: int, max_len: int, weights: float, node: str, **kw) -> JudgePreset:
@@ -70,7 +70,7 @@ def _qwen3(name: str, size: str, *, tp: int, max_len: int, weights: float, node:
         description=f"Qwen3-VL {size} Instruct (bf16)", tensor_parallel_size=tp, max_model_len=max_len,
         max_pixels=1280 * _QWEN3_TOKEN_PX, min_pixels=4 * _QWEN3_TOKEN_PX, pixel_kwargs="size",
         weights_gib=weights, expected_gpu_memory=node,
-        mm_encoder_tp_mode="data" if tp > 1 else None, **kw)
+        mm_encoder_tp_mode="data", **kw)
 
 
 PRESETS: dict[str, JudgePreset] = {p.name: p for p in [
@@ -79,10 +79,9 @@ PRESETS: dict[str, JudgePreset] = {p.name: p for p in [
     _qwen25("qwen2.5-vl-7b", "7B", tp=1, max_len=32768, weights=16.6,
             node="1 GPU with >= 40 GB; 80 GB (H100) recommended for long trajectories"),
     _qwen25("qwen2.5-vl-32b", "32B", tp=2, max_len=32768, weights=67.0,
-            node="2 x 80 GB (H100), or 1 x 141 GB (H200) with --tensor-parallel-size 1",
-            mm_encoder_tp_mode="data"),
+            node="2 x 80 GB (H100), or 1 x 141 GB (H200) with --tensor-parallel-size 1"),
     _qwen25("qwen2.5-vl-72b", "72B", tp=4, max_len=65536, weights=147.0,
-            node="4 x 80 GB (H100/A100 80GB)", mm_encoder_tp_mode="data"),
+            node="4 x 80 GB (H100/A100 80GB)"),
     _qwen3("qwen3-vl-4b", "4B", tp=1, max_len=65536, weights=8.9,
            node="1 GPU with >= 24 GB"),
     _qwen3("qwen3-vl-8b", "8B", tp=1, max_len=65536, weights=17.5,

@@ -1,0 +1,124 @@
+"""`serve-judge --dry-run` prints the exact vLLM command for every preset (fast; no engine needed).
+
+The dry-run goes through the same `build_command` the real launch and the engine tier use, so
+these checks pin what a user would actually start on a GPU node.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import pytest
+
+from serving.command import ServeConfig, build_command
+from serving.presets import PRESETS, get_preset
+from verifier.cli import main
+from verifier.errors import ConfigError
+
+SECRET = "s3cr3t-value-that-must-not-print"
+
+
+def _dry_run(capsys, monkeypatch, *args: str) -> list[str]:
+    monkeypatch.setenv("CUA_JUDGE_API_KEY", SECRET)
+    rc = main(["serve-judge", "--dry-run", "--venv", "/opt/judge", *args])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert SECRET not in out
+    return shlex.split(out.strip(), posix=True)
+
+
+def _flag(words: list[str], name: str) -> str:
+    assert words.count(name) == 1, f"{name} appears {words.count(name)} times"
+    return words[words.index(name) + 1]
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_dry_run_prints_the_presets_command(name, capsys, monkeypatch):
+    preset = PRESETS[name]
+    extra = ["--model", "/models/tiny"] if preset.model is None else []
+    words = _dry_run(capsys, monkeypatch, "--preset", name, *extra)
+    n_env = next(i for i, w in enumerate(words) if not re.match(r"^[A-Z_]+=", w))
+    env = dict(w.split("=", 1) for w in words[:n_env])
+    argv = words[n_env:]
+    model = preset.model or "/models/tiny"
+    if preset.device == "cpu":
+        assert argv[:5] == ["/opt/judge/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", model]
+        assert env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+        assert "--gpu-memory-utilization" not in argv
+    else:
+        assert argv[:3] == ["/opt/judge/bin/vllm", "serve", model]
+        assert float(_flag(argv, "--gpu-memory-utilization")) == preset.gpu_memory_utilization
+    assert env["VLLM_NO_USAGE_STATS"] == "1"
+    assert _flag(argv, "--host") == "127.0.0.1"
+    assert _flag(argv, "--port") == "8000"
+    assert _flag(argv, "--served-model-name") == "judge"
+    assert int(_flag(argv, "--max-model-len")) == preset.max_model_len
+    assert json.loads(_flag(argv, "--limit-mm-per-prompt")) == {"image": preset.max_images, "video": 0}
+    pixels = json.loads(_flag(argv, "--mm-processor-kwargs"))
+    assert pixels == preset.mm_processor_kwargs
+    assert preset.max_pixels in (pixels.get("max_pixels"), pixels.get("size", {}).get("longest_edge"))
+    assert json.loads(_flag(argv, "--structured-outputs-config")) == {
+        "backend": "guidance", "disable_any_whitespace": True}
+    assert "--enable-prefix-caching" in argv
+    assert int(_flag(argv, "--tensor-parallel-size")) == preset.tensor_parallel_size
+    assert int(_flag(argv, "--data-parallel-size")) == preset.data_parallel_size
+    assert ("--mm-encoder-tp-mode" in argv) == (preset.tensor_parallel_size > 1 and bool(preset.mm_encoder_tp_mode))
+    assert ("--enforce-eager" in argv) == preset.enforce_eager
+    # The key is referenced, never printed: the shell expands "$CUA_JUDGE_API_KEY" at launch.
+    assert _flag(argv, "--api-key") == "$CUA_JUDGE_API_KEY"
+
+
+def test_overrides_reach_the_command(capsys, monkeypatch):
+    words = _dry_run(capsys, monkeypatch, "--preset", "qwen2.5-vl-7b", "--tp", "2", "--dp", "4", "--port", "9001",
+                     "--max-model-len", "8192", "--max-images", "3", "--max-pixels", "100000",
+                     "--gpu-memory-utilization", "0.5", "--served-model-name", "uv-judge", "--", "--seed", "7")
+    assert _flag(words, "--tensor-parallel-size") == "2"
+    assert _flag(words, "--data-parallel-size") == "4"
+    assert _flag(words, "--port") == "9001"
+    assert _flag(words, "--max-model-len") == "8192"
+    assert json.loads(_flag(words, "--limit-mm-per-prompt")) == {"image": 3, "video": 0}
+    assert json.loads(_flag(words, "--mm-processor-kwargs"))["max_pixels"] == 100000
+    assert _flag(words, "--gpu-memory-utilization") == "0.5"
+    assert _flag(words, "--served-model-name") == "uv-judge"
+    assert words[-2:] == ["--seed", "7"]
+    assert _flag(words, "--mm-encoder-tp-mode") == "data"  # vision encoder data-parallel under TP
+
+
+def test_literal_dry_run_line_keeps_the_variable_unexpanded(capsys, monkeypatch):
+    monkeypatch.setenv("CUA_JUDGE_API_KEY", SECRET)
+    assert main(["serve-judge", "--dry-run", "--preset", "qwen3-vl-8b"]) == 0
+    out = capsys.readouterr().out
+    assert '--api-key "$CUA_JUDGE_API_KEY"' in out and SECRET not in out
+
+
+def test_secret_is_substituted_only_at_launch():
+    cmd = build_command(ServeConfig(preset=get_preset("qwen2.5-vl-3b"), api_key_env="MY_KEY"))
+    assert SECRET not in cmd.shell() and "$MY_KEY" in cmd.shell()
+    argv = cmd.resolved_argv({"MY_KEY": SECRET})
+    assert argv[argv.index("--api-key") + 1] == SECRET
+    with pytest.raises(ConfigError, match="MY_KEY"):
+        cmd.resolved_argv({})
+
+
+def test_no_key_is_refused_off_loopback_and_allowed_on_it():
+    with pytest.raises(ConfigError, match="without an API key"):
+        build_command(ServeConfig(preset=get_preset("qwen2.5-vl-7b"), host="0.0.0.0", api_key_env=None))
+    cmd = build_command(ServeConfig(preset=get_preset("qwen2.5-vl-7b"), api_key_env=None))
+    assert "--api-key" not in cmd.argv
+
+
+def test_cpu_tiny_needs_a_model(capsys):
+    assert main(["serve-judge", "--dry-run", "--preset", "cpu-tiny"]) == 2
+    assert "--model" in capsys.readouterr().err
+
+
+def test_unknown_preset_is_a_config_error():
+    with pytest.raises(ConfigError, match="unknown preset"):
+        get_preset("gpt-judge-9000")
+
+
+def test_base_and_health_urls_for_wildcard_bind():
+    cfg = ServeConfig(preset=get_preset("qwen2.5-vl-7b"), host="0.0.0.0", port=8123)
+    assert cfg.base_url == "http://127.0.0.1:8123/v1"
+    assert cfg.health_url == "http://127.0.0.1:8123/health"
