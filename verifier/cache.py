@@ -1,0 +1,71 @@
+"""`StageCache`: an in-memory, single-flight memo shared across `verify()` calls.
+
+Why: a GRPO group scores G rollouts of the *same* task at once. The rubric depends only on the
+task, and a relevance row only on (rubric, screenshot bytes), so they are computed once per group:
+the first caller starts the computation and every concurrent caller with the same key awaits that
+same task ("single flight") instead of issuing a duplicate judge call.
+
+Failures are not cached: a failed computation is forgotten so the next caller retries it.
+Results are kept per key until `clear()`; `max_entries` bounds memory (oldest evicted first).
+Safe across event loops: finished values are plain data; in-flight tasks are per loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections import OrderedDict
+from typing import Any, Awaitable, Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def key_of(*parts: Any) -> str:
+    """A stable hash key from JSON-able parts (pydantic models are dumped first)."""
+    norm = [p.model_dump(mode="json") if hasattr(p, "model_dump") else p for p in parts]
+    blob = json.dumps(norm, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class StageCache:
+    """Single-flight memo: `await cache.get_or_compute(namespace, key, factory)`."""
+
+    def __init__(self, max_entries: int = 50_000) -> None:
+        self.max_entries = max_entries
+        self._done: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._inflight: dict[tuple[asyncio.AbstractEventLoop, str, str], asyncio.Task] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._done)
+
+    def clear(self) -> None:
+        self._done.clear()
+
+    async def get_or_compute(self, namespace: str, key: str,
+                             factory: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
+        """Return (value, hit). `hit` is True when no new computation was started by this caller."""
+        k = (namespace, key)
+        if k in self._done:
+            self.hits += 1
+            self._done.move_to_end(k)
+            return self._done[k], True
+        loop = asyncio.get_running_loop()
+        fk = (loop, namespace, key)
+        task = self._inflight.get(fk)
+        if task is not None:
+            self.hits += 1
+            return await asyncio.shield(task), True
+        self.misses += 1
+        task = loop.create_task(factory())
+        self._inflight[fk] = task
+        try:
+            value = await asyncio.shield(task)
+        finally:
+            if task.done():
+                self._inflight.pop(fk, None)
+        self._done[k] = value
+        while len(self._done) > self.max_entries:
+            self._done.popitem(last=False)
+        return value, False

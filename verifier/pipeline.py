@@ -1,0 +1,250 @@
+"""`verify()`: the Universal Verifier as an async DAG of judge calls.
+
+Rounds (each a set of concurrent calls; the numbers are the worst case):
+
+    1 rubric (task only)              -- cached per task: 0 rounds for the rest of a GRPO group
+    2 rubric audit                    -- only with config.rubric_audit
+    3 relevance (one per distinct screenshot)  ||  action-only scoring
+    4 evidence (one per analysed screenshot; each starts as soon as its criterion set is certain)
+    5 conditions (only when the rubric's groups are not determinate)  ||  side effects + critical points
+    6 rescoring x V (sees the final screenshots)
+    7 outcome x V                     -- side effects keep running beside it if still busy
+    8 diagnosis: failure points || task ambiguity
+
+So `usage.rounds <= 8`, and calls = 1 + A + ceil(D/b) + 1 + S + C + V + 1 + V + 2*diag (see
+verifier/RESULT.md). Stages the run can do without degrade (listed in `result.degraded`); the
+rubric, and rescoring *and* action scoring both failing, or every outcome vote failing, raise
+the judge's `JudgeError`.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from .cache import StageCache
+from .config import VerifierConfig
+from .errors import JudgeError
+from .grouping import decided, group, invert, representatives
+from .judge.base import Judge
+from .rendering import shared_context
+from .result import (CriterionResult, EvidenceRecord, PenaltyResult, RelevanceResult, UsageSummary,
+                     VerificationResult)
+from .schemas import ActionScores, Rescoring, SideEffects
+from .scoring import (apply_penalties, hallucination_suspected, median, median_index, outcome_success,
+                      process_success, rubric_score)
+from .stages import (action_scoring, conditions, diagnosis, evidence, outcome, relevance, rescoring, rubric,
+                     side_effects)
+from .stages.base import Run
+from .trajectory import Trajectory
+
+MAX_ROUNDS = 8
+
+
+async def _soft(r: Run, stage: str, coro: Any) -> Any:
+    """Await a stage the run can do without: a JudgeError degrades it to None."""
+    try:
+        return await coro
+    except JudgeError as exc:
+        r.degrade(stage, exc)
+        return None
+
+
+async def _relevance_and_evidence(r: Run, hash_groups: dict[str, list[int]], d0: int):
+    """Stream relevance rows; start each screenshot's evidence call once its criteria are certain."""
+    assert r.rubric is not None
+    cfg, ids = r.cfg, r.rubric.ids()
+    reps = representatives(hash_groups)  # number -> hash
+    order = sorted(reps)
+    batches = [tuple(order[i:i + cfg.relevance_batch_size]) for i in range(0, len(order), cfg.relevance_batch_size)]
+    tasks = {asyncio.create_task(relevance.score(r, b, tuple(reps[n] for n in b), d0 + 1)): b for b in batches}
+    known: dict[int, dict[str, int]] = {}
+    pending, started, ev_tasks, row_depth = set(order), set(), [], d0
+    kw = dict(k=cfg.top_k, prune=cfg.prune, min_relevance=cfg.min_relevance)
+    while tasks:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for t in done:
+            batch = tasks.pop(t)
+            pending.difference_update(batch)
+            try:
+                rows, hit = t.result()
+            except JudgeError as exc:
+                r.degrade(relevance.STAGE, f"screenshots {list(batch)}: {type(exc).__name__}: {exc}")
+                continue
+            known.update(rows)
+            row_depth = max(row_depth, d0 if hit else d0 + 1)
+        for n in sorted(known):
+            cids = None if n in started else decided(n, known, pending, ids, **kw)
+            if cids is None:
+                continue
+            started.add(n)
+            if cids:
+                same = [m for m in hash_groups[reps[n]] if m != n]
+                ev_tasks.append(asyncio.create_task(
+                    _soft(r, evidence.STAGE, evidence.analyse(r, n, cids, same, row_depth + 1))))
+    found = [ev for got in await asyncio.gather(*ev_tasks) if got for ev in got]
+    groups = group(known, ids, **kw)
+    assert set(invert(groups, ids)) == {n for n in started if decided(n, known, [], ids, **kw)}
+    return known, groups, found, (row_depth + 1 if ev_tasks else row_depth)
+
+
+async def verify(trajectory: Trajectory, config: VerifierConfig | None = None, *, judge: Judge,
+                 cache: StageCache | None = None) -> VerificationResult:
+    """Verify one trajectory. Raises JudgeError when an indispensable stage fails.
+
+    Args:
+        trajectory: the agent run to judge.
+        config: pipeline options (defaults: VerifierConfig()).
+        judge: any `Judge` (OpenAICompatJudge, ScriptedJudge, ...).
+        cache: share one StageCache across calls (e.g. a GRPO group) to reuse rubric and relevance rows.
+    """
+    cfg, started_at = config or VerifierConfig(), time.perf_counter()
+    r = Run(trajectory, cfg, judge, cache if cache is not None else StageCache())
+    r.rubric, d0 = await rubric.run(r)
+    r.shared = shared_context(trajectory, cfg, r.rubric)
+    rb, ids = r.rubric, r.rubric.ids()
+    hash_groups = trajectory.distinct_screenshots()
+
+    action_task = asyncio.create_task(_soft(r, action_scoring.STAGE, action_scoring.run(r, d0 + 1)))
+    known, groups, found, d_ev = await _relevance_and_evidence(r, hash_groups, d0)
+    action: ActionScores | None = await action_task
+    d_ev = max(d_ev, d0 + 1)
+    ev_by = evidence.by_criterion(found)
+    ev_text = evidence.render(rb, ev_by)
+
+    side_task = asyncio.create_task(_soft(r, side_effects.STAGE, side_effects.run(r, ev_text, d_ev + 1)))
+    status, d_cond = await conditions.run(r, ev_by, action, ev_text, d_ev + 1)
+    applies = {c.id: status.get(c.id, (True, "none"))[0] for c in rb.criteria}
+    applicable = tuple(cid for cid in ids if applies[cid])
+    if not applicable:
+        raise JudgeError("no rubric criterion applies to this attempt", stage=conditions.STAGE)
+
+    images = rescoring.final_images(r, hash_groups)
+    na = [cid for cid in ids if not applies[cid]]
+    per_call = rescoring.per_call_text(rb, applicable, na, action_scoring.render(rb, action), ev_text, len(images))
+    d_resc = d_cond + 1
+    runs = await asyncio.gather(*(rescoring.run_once(r, applicable, per_call, images, d_resc, i)
+                                  for i in range(cfg.votes)), return_exceptions=True)
+    valid: list[Rescoring] = [x for x in runs if isinstance(x, Rescoring)]
+    errors = [x for x in runs if not isinstance(x, Rescoring)]
+    for e in errors:
+        if not isinstance(e, JudgeError):
+            raise e
+        r.degrade(rescoring.STAGE, e)
+    action_earned = action_scoring.earned(rb, action) if action is not None else None
+    if valid:
+        scored = [rescoring.score_of(rb, applies, x) for x in valid]
+        best = median_index([s for s, _ in scored])
+        canonical, earned = valid[best], scored[best][1]
+        run_scores = [s for s, _ in scored]
+    elif action_earned is not None:
+        r.degrade(rescoring.STAGE, "every rescoring run failed: process score falls back to action-only scores")
+        canonical, earned = None, action_earned
+        run_scores = [rubric_score(rescoring.points(rb, applies, earned))]
+    else:
+        raise errors[0]
+    before = median(run_scores)
+
+    scores_text = rescoring.render_scores(rb, applies, canonical, earned)
+    out_call = outcome.per_call_text(scores_text, ev_text, len(images))
+    votes_raw = await asyncio.gather(*(outcome.vote(r, out_call, images, d_resc + 1, i)
+                                       for i in range(cfg.votes)), return_exceptions=True)
+    effects: SideEffects | None = await side_task
+    votes = [v.success if not isinstance(v, BaseException) else None for v in votes_raw]
+    for v in votes_raw:
+        if isinstance(v, BaseException):
+            if not isinstance(v, JudgeError):
+                raise v
+            r.degrade(outcome.STAGE, v)
+    ok = [v for v in votes_raw if not isinstance(v, BaseException)]
+    if not ok:
+        raise next(v for v in votes_raw if isinstance(v, JudgeError))
+    forced = side_effects.forced_failures(effects)
+    success = outcome_success(votes, forced_failure=bool(forced))
+    chosen = next((v for v in ok if v.success == success), ok[0])
+
+    penalties = [PenaltyResult(**p.model_dump()) for p in (effects.penalties if effects else [])]
+    total_max = sum(c.max_points for c in rb.criteria if applies[c.id])
+    score = apply_penalties(before, [p.points for p in penalties], total_max=total_max,
+                            mode=cfg.penalty_mode, fraction=cfg.penalty_fraction)
+    diag = None
+    if cfg.diagnosis:
+        summary = "\n\n".join([scores_text, ev_text, f"## Outcome\nsuccess={success}; {chosen.reasoning}",
+                               "## Penalties\n" + ("; ".join(forced) or "none")])
+        diag = await diagnosis.run(r, summary, max(d_resc + 1, d_ev + 1) + 1)
+
+    action_score = (rubric_score(rescoring.points(rb, applies, action_earned))
+                    if action_earned is not None else None)
+    table = _criteria(r, status, applies, earned, action, action_earned, canonical, ev_by)
+    ledger = r.ledger
+    per_stage = ledger.per_stage
+    usage = UsageSummary(calls=sum(s.calls for s in per_stage.values()),
+                         prompt_tokens=sum(s.prompt_tokens for s in per_stage.values()),
+                         completion_tokens=sum(s.completion_tokens for s in per_stage.values()),
+                         latency_s=round(sum(s.latency_s for s in per_stage.values()), 3),
+                         wall_s=round(time.perf_counter() - started_at, 3), rounds=ledger.rounds(),
+                         per_stage=dict(per_stage))
+    m = len(trajectory.screenshots)
+    return VerificationResult(
+        trajectory_id=Path(trajectory.source_path).name if trajectory.source_path else trajectory.task.id,
+        task_id=trajectory.task.id, task=trajectory.task.instruction,
+        process_score=score, process_score_before_penalties=before,
+        process_success=process_success(score, cfg.process_threshold), action_only_score=action_score,
+        hallucination_suspected=hallucination_suspected(action_score, before, gap=cfg.hallucination_gap),
+        rescoring_scores=run_scores, outcome_success=success, outcome_votes=votes,
+        outcome_reasoning=chosen.reasoning, primary_intent=chosen.primary_intent, nitpicks=chosen.nitpicks,
+        critical_issues=chosen.critical_issues,
+        critical_point_violation=bool(effects and effects.critical_point_violation), forced_failure=forced,
+        criteria=table, penalties=penalties, side_effects_reasoning=effects.reasoning if effects else "",
+        relevance=RelevanceResult(criteria=list(ids), matrix=_matrix(known, hash_groups, ids, m),
+                                  duplicates=[nums for nums in hash_groups.values() if len(nums) > 1]),
+        topk=groups, rubric_self_audit=rb.self_audit, diagnosis=diag, degraded=list(ledger.degraded),
+        usage=usage, config=cfg.model_dump(mode="json"), models=sorted(ledger.models),
+        prompts=sorted(ledger.prompts.values(), key=lambda p: p.id))
+
+
+def _matrix(known: dict[int, dict[str, int]], hash_groups: dict[str, list[int]], ids: tuple[str, ...],
+            m: int) -> list[list[int] | None]:
+    """Full M x N matrix: identical screenshots share their representative's row."""
+    rows: list[list[int] | None] = [None] * m
+    for nums in hash_groups.values():
+        row = known.get(max(nums))
+        for n in nums:
+            rows[n - 1] = [row[c] for c in ids] if row is not None else None
+    return rows
+
+
+def _criteria(r: Run, status, applies, earned, action, action_earned, canonical, ev_by) -> list[CriterionResult]:
+    assert r.rubric is not None
+    notes = {i.criterion_id: i for i in canonical.items} if canonical is not None else {}
+    acts = {i.criterion_id: i for i in action.items} if action is not None else {}
+    out = []
+    for c in r.rubric.criteria:
+        cond, src = status.get(c.id, (None, "none"))
+        n, a = notes.get(c.id), acts.get(c.id)
+        got = earned.get(c.id, 0.0) if applies[c.id] else 0.0
+        ao = action_earned.get(c.id) if action_earned is not None else None
+        out.append(CriterionResult(
+            id=c.id, name=c.name, description=c.description, max_points=c.max_points, condition=c.condition,
+            exclusive_group=c.exclusive_group,
+            condition_status="unconditional" if cond is None else ("met" if cond else "not_met"),
+            condition_source=src, applies=applies[c.id], earned=got, action_only_earned=ao,
+            action_only_justification=a.justification if a else "",
+            justification=n.justification if n else ("" if applies[c.id] else "condition not met"),
+            reality_notes=n.reality_notes if n else "",
+            evidence_tag=n.evidence_tag.value if n else "no_evidence",
+            evidence_screenshots=list(n.evidence_screenshots) if n else [],
+            evidence=[EvidenceRecord(screenshots=list(e.screenshots), visible=e.item.visible,
+                                     claims_check=e.item.claims_check, discrepancies=e.item.discrepancies,
+                                     blocker_visible=e.item.blocker_visible,
+                                     condition=e.item.condition.value if e.item.condition else None)
+                      for e in ev_by.get(c.id, [])],
+            hallucination_suspected=bool(applies[c.id] and ao is not None and ao - got > c.max_points / 2)))
+    return out
+
+
+def verify_sync(trajectory: Trajectory, config: VerifierConfig | None = None, *, judge: Judge,
+                cache: StageCache | None = None) -> VerificationResult:
+    """Blocking wrapper around `verify` (not for use inside a running event loop)."""
+    return asyncio.run(verify(trajectory, config, judge=judge, cache=cache))

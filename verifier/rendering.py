@@ -1,0 +1,156 @@
+"""Turning a trajectory and a rubric into prompt text: compact, fenced, and prefix-cache friendly.
+
+Three rules, each fixing a weakness of the reference implementation:
+- **Compact**: one line per step (`3. click {"x": 10} | url=... | thought: «...»`), JSON without
+  ASCII escaping, long thoughts/arguments middle-elided, the whole history capped.
+- **Fenced**: everything the agent or the web page produced (thoughts, arguments, URLs, the final
+  answer) sits inside `<untrusted_trajectory_data>` tags; any look-alike tag inside is defused,
+  and every system prompt tells the judge never to follow instructions found there.
+- **Shared prefix first**: `messages(...)` always emits [system: stage instructions] then
+  [user: shared context (task, rubric, history, final answer) + per-call part + images LAST], and
+  the shared context is byte-identical across calls, so vLLM's prefix cache serves it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable, Sequence
+
+from .config import VerifierConfig
+from .judge.base import ImagePart, Message, TextPart
+from .prompts import PromptInfo, RenderedPrompt, prompt_info, prompts_dir, render
+from .schemas import Rubric
+from .trajectory import Trajectory
+
+FENCE = "untrusted_trajectory_data"
+_TAG = re.compile(r"<\s*(/?)\s*untrusted[_\w]*\s*>", re.IGNORECASE)
+_INCLUDE = re.compile(r"""\{%-?\s*include\s+["']([^"']+)["']""")
+_HIDDEN_ARGS = {"reasoning", "thought", "thoughts"}
+
+
+def defuse(text: str) -> str:
+    """Neutralise fence look-alikes so untrusted text cannot close our fence early."""
+    return _TAG.sub(lambda m: f"[{m.group(1)}untrusted-tag removed]", text)
+
+
+def fence(text: str, label: str = "") -> str:
+    head = f"<{FENCE}{' source=' + json.dumps(label) if label else ''}>"
+    return f"{head}\n{defuse(text)}\n</{FENCE}>"
+
+
+def elide(text: str, limit: int) -> str:
+    """Cut the middle of `text` down to about `limit` characters."""
+    if len(text) <= limit:
+        return text
+    half = max(limit // 2 - 10, 1)
+    return f"{text[:half]} […{len(text) - 2 * half} chars cut…] {text[-half:]}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def render_step(step: Any, cfg: VerifierConfig) -> str:
+    args = {k: v for k, v in step.arguments.items() if k not in _HIDDEN_ARGS}
+    thought = step.thought
+    if thought is None:
+        hidden = [str(step.arguments[k]) for k in ("reasoning", "thoughts", "thought") if step.arguments.get(k)]
+        thought = " ".join(hidden) or None
+    arg_text = json.dumps(args, ensure_ascii=False, separators=(", ", ": "), default=str) if args else ""
+    parts = [f"{step.index}. {step.action} {elide(_one_line(arg_text), cfg.max_argument_chars)}".rstrip()]
+    if step.url:
+        parts.append(f"url={elide(step.url, 150)}")
+    if thought:
+        parts.append(f"thought: «{elide(_one_line(thought), cfg.max_thought_chars)}»")
+    if step.error:
+        parts.append(f"ERROR: {elide(_one_line(step.error), 300)}")
+    return " | ".join(parts)
+
+
+def render_history(traj: Trajectory, cfg: VerifierConfig) -> str:
+    """All steps, one line each; beyond `max_history_chars` the middle steps are elided."""
+    if not traj.steps:
+        return "(the agent took no actions)"
+    lines = [render_step(s, cfg) for s in traj.steps]
+    text = "\n".join(lines)
+    if len(text) <= cfg.max_history_chars:
+        return text
+    head, tail, budget = [], [], cfg.max_history_chars // 2
+    for line in lines:
+        if sum(len(x) + 1 for x in head) + len(line) > budget:
+            break
+        head.append(line)
+    for line in reversed(lines[len(head):]):
+        if sum(len(x) + 1 for x in tail) + len(line) > budget:
+            break
+        tail.insert(0, line)
+    return "\n".join(head + [f"[… {len(lines) - len(head) - len(tail)} middle steps omitted …]"] + tail)
+
+
+def render_final_answer(traj: Trajectory) -> str:
+    if traj.final_answer is None:
+        return "(the agent gave no final answer)"
+    return traj.final_answer or "(empty answer)"
+
+
+def render_rubric(rubric: Rubric) -> str:
+    """Stable text form of the rubric (same bytes in every stage, so prompts share a prefix)."""
+    out = []
+    for c in rubric.criteria:
+        head = f"[{c.id}] {c.name} (max {c.max_points:g} points)"
+        if c.condition:
+            head += f"\n  CONDITIONAL: applies only if {c.condition}"
+            if c.exclusive_group:
+                head += f" (mutually exclusive group '{c.exclusive_group}')"
+        out.append(f"{head}\n  {c.description}")
+    return "\n".join(out)
+
+
+def screenshot_label(traj: Trajectory, number: int, same_as: Sequence[int] = ()) -> str:
+    shot = traj.screenshots[number - 1]
+    when = "initial page" if shot.step == 0 else f"page {shot.timing} step {shot.step}"
+    extra = f"; identical to screenshot(s) {', '.join(map(str, same_as))}" if same_as else ""
+    return f"Screenshot {number} of {len(traj.screenshots)} ({when}{extra})"
+
+
+def image_part(traj: Trajectory, number: int, same_as: Sequence[int] = ()) -> ImagePart:
+    return ImagePart(screenshot=traj.screenshots[number - 1], label=screenshot_label(traj, number, same_as))
+
+
+def shared_context(traj: Trajectory, cfg: VerifierConfig, rubric: Rubric | None, *,
+                   with_history: bool = True) -> str:
+    """The block every call of a trajectory starts with (byte-identical across stages)."""
+    return render("context.user.j2", task=traj.task.instruction, start_url=traj.task.start_url,
+                  rubric=render_rubric(rubric) if rubric is not None else None,
+                  history=fence(render_history(traj, cfg), "action history") if with_history else None,
+                  final_answer=fence(render_final_answer(traj), "final answer") if with_history else None,
+                  n_screenshots=len(traj.screenshots)).text
+
+
+def messages(system: RenderedPrompt, shared: str, per_call: str = "",
+             images: Iterable[ImagePart] = ()) -> list[Message]:
+    """[system instructions] [user: shared prefix, per-call text, images last]."""
+    parts: list[TextPart | ImagePart] = [TextPart(text=shared)]
+    if per_call:
+        parts.append(TextPart(text=per_call))
+    parts.extend(images)
+    return [Message.system(system.text), Message(role="user", content=parts)]
+
+
+def infos(name: str) -> list[PromptInfo]:
+    """PromptInfo of template `name` and of every template it includes (recursively)."""
+    seen: dict[str, PromptInfo] = {}
+
+    def walk(n: str) -> None:
+        if n in seen:
+            return
+        seen[n] = prompt_info(n)
+        for inc in _INCLUDE.findall((prompts_dir() / n).read_text(encoding="utf-8")):
+            walk(inc)
+    walk(name)
+    return list(seen.values())
+
+
+def history_text(traj: Trajectory, cfg: VerifierConfig) -> str:
+    """The fenced action history alone (for stages that take no rubric)."""
+    return fence(render_history(traj, cfg), "action history")

@@ -1,0 +1,303 @@
+"""Stage outputs: each pydantic model is both the JSON schema sent to the judge and its parser.
+
+Why bounded everywhere (maxLength, maxItems, enums, ranges): a structured-output backend turns
+these bounds into grammar constraints, so a reply can neither ramble nor invent keys, and a plain
+JSON backend re-asks with the exact validation error. Replies are keyed by criterion id
+("c1", "c2", ...) and screenshot number; the judge never echoes criterion text back.
+
+Per-call models are built by `for_call(...)`: it narrows `criterion_id` / `screenshot` to the ids
+of that call (a JSON-schema enum) and demands each exactly once. The built class carries
+`expected_ids` / `expected_screenshots`, which `verifier.testing.ScriptedJudge` reads to answer.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from functools import lru_cache
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+
+Text = Annotated[str, Field(max_length=1200)]
+Short = Annotated[str, Field(max_length=200)]
+Steps = Annotated[list[Annotated[int, Field(ge=0, le=10_000)]], Field(max_length=20)]
+Shots = Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(max_length=20)]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    expected_ids: ClassVar[tuple[str, ...]] = ()
+    expected_screenshots: ClassVar[tuple[int, ...]] = ()
+
+
+# ---- 1. rubric -------------------------------------------------------------------------------
+class DraftCriterion(_Out):
+    """A criterion as the rubric writer produces it; code assigns ids c1..cN by position."""
+
+    name: Short
+    description: Annotated[str, Field(max_length=2000, description=(
+        "What earns full, partial and zero credit, including the uncontrollable cases "
+        "(login wall, CAPTCHA, sold out, entity gone, no matching results) that still earn full credit."))]
+    max_points: int = Field(ge=1, le=10)
+    condition: Short | None = Field(default=None, description="When this criterion applies; null if always.")
+    exclusive_group: Annotated[str, Field(max_length=40, pattern=r"^[A-Za-z0-9_\-]+$")] | None = Field(
+        default=None, description="Label shared by mutually exclusive conditional alternatives.")
+
+
+class RubricDraft(_Out):
+    """Rubric writer reply: the task's stated sub-goals first, then criteria, then a self-audit."""
+
+    stated_subgoals: list[Short] = Field(min_length=1, max_length=12)
+    critical_points: list[Short] = Field(default_factory=list, max_length=6, description=(
+        "Irreversible actions or personal data the user did not provide; never required to be crossed."))
+    criteria: list[DraftCriterion] = Field(min_length=1, max_length=12)
+    self_audit: Text = Field(description="Phantom criteria, overlaps, dependencies, double penalties checked.")
+
+    @model_validator(mode="after")
+    def _anchored(self) -> "RubricDraft":
+        # Some criterion must always apply, or the process score could have an empty denominator.
+        if not any(c.condition is None or c.exclusive_group for c in self.criteria):
+            raise ValueError("at least one criterion must be unconditional or in an exclusive group")
+        return self
+
+
+class Criterion(BaseModel):
+    """A rubric criterion with its stable id. Penalty criteria come only from side-effect detection."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=r"^[cp]\d{1,3}$")
+    name: str
+    description: str
+    max_points: float = Field(gt=0, le=10)
+    condition: str | None = None
+    exclusive_group: str | None = None
+    is_penalty: bool = False
+
+
+class Rubric(BaseModel):
+    """The rubric used for scoring (after the optional audit), ids assigned in order."""
+
+    model_config = ConfigDict(extra="forbid")
+    criteria: list[Criterion]
+    stated_subgoals: list[str] = Field(default_factory=list)
+    critical_points: list[str] = Field(default_factory=list)
+    self_audit: str = ""
+
+    @classmethod
+    def from_draft(cls, draft: RubricDraft) -> "Rubric":
+        crits = [Criterion(id=f"c{i}", name=d.name, description=d.description, max_points=d.max_points,
+                           condition=d.condition or None,
+                           exclusive_group=d.exclusive_group if d.condition else None)
+                 for i, d in enumerate(draft.criteria, start=1)]
+        return cls(criteria=crits, stated_subgoals=draft.stated_subgoals,
+                   critical_points=draft.critical_points, self_audit=draft.self_audit)
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(c.id for c in self.criteria)
+
+    def get(self, cid: str) -> Criterion:
+        return next(c for c in self.criteria if c.id == cid)
+
+
+# ---- 2. relevance ----------------------------------------------------------------------------
+class RelevanceScore(_Out):
+    criterion_id: str
+    score: int = Field(ge=0, le=10)
+
+
+class RelevanceRow(_Out):
+    screenshot: int = Field(ge=1)
+    scores: list[RelevanceScore]
+
+
+class RelevanceBatch(_Out):
+    rows: list[RelevanceRow]
+
+
+# ---- 4. evidence -----------------------------------------------------------------------------
+class ConditionVerdict(str, Enum):
+    met = "met"
+    not_met = "not_met"
+    unclear = "unclear"
+
+
+class EvidenceItem(_Out):
+    criterion_id: str
+    visible: Text = Field(description="What the pixels literally show for this criterion.")
+    claims_check: Text = Field(description="The agent's claims/actions compared with the pixels.")
+    discrepancies: Text = ""
+    blocker_visible: bool = False
+    condition: ConditionVerdict | None = Field(default=None, description="Only for conditional criteria.")
+
+
+class EvidenceBatch(_Out):
+    items: list[EvidenceItem]
+
+
+# ---- 5. conditions ---------------------------------------------------------------------------
+class ConditionItem(_Out):
+    criterion_id: str
+    reasoning: Text
+    applies: bool
+
+
+class ConditionDecision(_Out):
+    items: list[ConditionItem]
+
+
+# ---- 6. action-only scoring ------------------------------------------------------------------
+class ActionScore(_Out):
+    criterion_id: str
+    justification: Text
+    earned: float = Field(ge=0, le=10)
+    condition_met: bool | None = None
+
+
+class ActionScores(_Out):
+    items: list[ActionScore]
+
+
+# ---- 7. rescoring ----------------------------------------------------------------------------
+class EvidenceTag(str, Enum):
+    """Agent claims vs pixels: the first three are penalised, the next two are not."""
+
+    contradiction = "contradiction"
+    fabrication = "fabrication"
+    omission = "omission"
+    inference_from_absence = "inference_from_absence"
+    visual_confirmation = "visual_confirmation"
+    consistent = "consistent"
+    no_evidence = "no_evidence"
+
+
+PENALISED_TAGS = frozenset({EvidenceTag.contradiction, EvidenceTag.fabrication, EvidenceTag.omission})
+
+
+class RescoreItem(_Out):
+    criterion_id: str
+    reality_notes: Text = Field(description="Facts about the real site that correct the rubric's assumptions.")
+    evidence_tag: EvidenceTag
+    evidence_screenshots: Shots = Field(default_factory=list)
+    justification: Text
+    earned: float = Field(ge=0, le=10)
+
+
+class Rescoring(_Out):
+    items: list[RescoreItem]
+
+
+# ---- 8. side effects and critical points -----------------------------------------------------
+class PenaltyItem(_Out):
+    name: Short
+    description: Text
+    points: int = Field(ge=1, le=3)
+    steps: Steps = Field(default_factory=list)
+    screenshots: Shots = Field(default_factory=list)
+
+
+class SideEffects(_Out):
+    reasoning: Text
+    penalties: list[PenaltyItem] = Field(default_factory=list, max_length=5)
+    critical_point_violation: bool = False
+    critical_point_reasoning: Text = ""
+
+
+# ---- 9. outcome ------------------------------------------------------------------------------
+class Outcome(_Out):
+    primary_intent: Short
+    reasoning: Annotated[str, Field(max_length=2500)]
+    nitpicks: list[Short] = Field(default_factory=list, max_length=10)
+    critical_issues: list[Short] = Field(default_factory=list, max_length=10)
+    success: bool
+
+
+# ---- 10. diagnosis ---------------------------------------------------------------------------
+class ErrorCode(str, Enum):
+    """7 categories / 24 subcategories (the catch-all "other" entries are not codes)."""
+
+    missing_intent = "1.1"
+    unauthorized_substitution = "1.2"
+    wrong_action_type = "1.3"
+    wrong_values = "1.4"
+    output_contradiction = "2.1"
+    action_contradiction = "2.2"
+    output_fabrication = "2.3"
+    action_fabrication = "2.4"
+    computational_mistake = "3.1"
+    platform_non_compliance = "3.2"
+    api_sniffing = "3.2.1"
+    incomplete_delivery = "3.3"
+    environment_failure = "3.4"
+    incomplete_execution = "3.5"
+    premature_stop = "4.1"
+    critical_point_violation = "4.2"
+    unsolicited_side_effect = "5.1"
+    invalid_invocation = "6.1"
+    hallucinated_tool = "6.2"
+    intent_action_mismatch = "6.3"
+    grounding_miss = "6.4"
+    grounding_target_absent = "6.5"
+    underspecified_task = "7.1"
+    ambiguous_task = "7.2"
+
+
+CATEGORIES = {"1": "selection", "2": "hallucination", "3": "execution_strategy", "4": "critical_point",
+              "5": "side_effect", "6": "tool_interaction", "7": "task_ambiguity"}
+
+
+def category_of(code: ErrorCode) -> str:
+    return CATEGORIES[code.value.split(".")[0]]
+
+
+class FailurePoint(_Out):
+    steps: list[Annotated[int, Field(ge=1, le=10_000)]] = Field(min_length=1, max_length=20)
+    error_code: ErrorCode
+    what_happened: Text
+    evidence: Text = ""
+
+
+class FailureReport(_Out):
+    reasoning: Text
+    failure_points: list[FailurePoint] = Field(default_factory=list, max_length=10)
+
+
+class TaskValidity(_Out):
+    reasoning: Text
+    ambiguity_codes: list[Literal["7.1", "7.2"]] = Field(default_factory=list, max_length=2)
+
+
+# ---- per-call narrowing ----------------------------------------------------------------------
+def _check(items: list, key: str, expected: tuple) -> None:
+    got = [getattr(i, key) for i in items]
+    if sorted(got, key=str) != sorted(expected, key=str):
+        raise ValueError(f"need exactly one entry per {key} in {list(expected)}; got {got}")
+
+
+@lru_cache(maxsize=512)
+def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...] = ()) -> type[_Out]:
+    """`base` narrowed to one call: criterion ids (and screenshot numbers) as enums, each exactly once."""
+    Cid = Literal[ids]  # type: ignore[valid-type]
+    if base is RelevanceBatch:
+        score = create_model("RelevanceScoreFor", __base__=RelevanceScore, criterion_id=(Cid, ...))
+        row = create_model("RelevanceRowFor", __base__=RelevanceRow,
+                           screenshot=(Literal[screenshots], ...),  # type: ignore[valid-type]
+                           scores=(list[score], Field(min_length=len(ids), max_length=len(ids))))
+
+        def _v(self):  # noqa: ANN001
+            _check(self.rows, "screenshot", screenshots)
+            for r in self.rows:
+                _check(r.scores, "criterion_id", ids)
+            return self
+        fields = {"rows": (list[row], Field(min_length=len(screenshots), max_length=len(screenshots)))}
+    else:
+        item_base = {EvidenceBatch: EvidenceItem, ConditionDecision: ConditionItem,
+                     ActionScores: ActionScore, Rescoring: RescoreItem}[base]
+        item = create_model(item_base.__name__ + "For", __base__=item_base, criterion_id=(Cid, ...))
+
+        def _v(self):  # noqa: ANN001
+            _check(self.items, "criterion_id", ids)
+            return self
+        fields = {"items": (list[item], Field(min_length=len(ids), max_length=len(ids)))}
+    model = create_model(base.__name__ + "For", __base__=base,
+                         __validators__={"_complete": model_validator(mode="after")(_v)}, **fields)
+    model.expected_ids, model.expected_screenshots = ids, screenshots
+    return model

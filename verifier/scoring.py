@@ -1,0 +1,132 @@
+"""Scoring math, as pure functions: no I/O, no judge, exhaustively unit-tested.
+
+Paper eq. 1: r_proc = sum(earned_i) / sum(max_i) over the *applicable* criteria, where a
+conditional criterion whose condition is unmet leaves both sums. Earned points are clamped to
+[0, max] here, whatever the judge wrote, so a reply can never push a score outside [0, 1].
+
+Penalties (unsolicited side effects) are applied after eq. 1. The reference adds each penalty as
+a zero-earned criterion, so one penalty costs anything from 10 % to 30 % depending on how many
+points the rubric happens to have (its weakness 8.1.12). Our default ("fraction") multiplies the
+score by (1 - fraction * n_penalty_points / 3): a 3-point penalty always costs `fraction` of the
+score, whatever the rubric size. "dilute" reproduces the reference for comparison runs.
+
+Votes: the process score is the median over V rescoring runs; the outcome is a strict majority of
+V votes where a tie or an invalid vote (None) never counts as success.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Sequence
+
+PenaltyMode = Literal["fraction", "dilute"]
+
+
+@dataclass(frozen=True)
+class CriterionPoints:
+    """One criterion's contribution: `applies` is False for an unmet conditional criterion."""
+
+    max_points: float
+    earned: float
+    applies: bool = True
+
+
+def clamp(earned: float, max_points: float) -> float:
+    """Earned points clamped to [0, max_points]; NaN counts as 0 (never as full credit)."""
+    if max_points <= 0:
+        raise ValueError(f"max_points must be positive, got {max_points}")
+    if earned is None or math.isnan(earned):
+        return 0.0
+    return min(max(float(earned), 0.0), float(max_points))
+
+
+def totals(items: Sequence[CriterionPoints]) -> tuple[float, float]:
+    """(sum of clamped earned, sum of max) over applicable criteria."""
+    earned = sum(clamp(i.earned, i.max_points) for i in items if i.applies)
+    maximum = sum(float(i.max_points) for i in items if i.applies)
+    return earned, maximum
+
+
+def rubric_score(items: Sequence[CriterionPoints]) -> float:
+    """Paper eq. 1. Raises ValueError when no criterion applies (a score of nothing is undefined)."""
+    earned, maximum = totals(items)
+    if maximum <= 0:
+        raise ValueError("no applicable criteria: the process score is undefined")
+    return earned / maximum
+
+
+def apply_penalties(score: float, penalty_points: Sequence[float], *, total_max: float,
+                    mode: PenaltyMode = "fraction", fraction: float = 0.25) -> float:
+    """Lower `score` for penalties (points 1-3 each). Result stays in [0, 1].
+
+    Args:
+        score: eq.-1 score before penalties.
+        penalty_points: one entry per penalty criterion.
+        total_max: sum of max points of the applicable criteria (used by "dilute").
+        mode: "fraction" (size-independent) or "dilute" (reference behaviour: E / (M + P)).
+        fraction: share of the score a 3-point penalty removes in "fraction" mode.
+    """
+    if not 0.0 <= score <= 1.0:
+        raise ValueError(f"score must be in [0, 1], got {score}")
+    points = sum(max(0.0, float(p)) for p in penalty_points)
+    if points == 0:
+        return score
+    if mode == "dilute":
+        return (score * total_max) / (total_max + points)
+    if mode == "fraction":
+        return score * max(0.0, 1.0 - fraction * points / 3.0)
+    raise ValueError(f"unknown penalty mode {mode!r}")
+
+
+def process_success(score: float, threshold: float = 0.8) -> bool:
+    """Process success at score >= threshold (a tiny epsilon absorbs float noise like 0.7999999)."""
+    return score >= threshold - 1e-9
+
+
+def median(values: Sequence[float]) -> float:
+    """Plain median (mean of the two middle values for an even count)."""
+    if not values:
+        raise ValueError("median of no values")
+    s = sorted(values)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def median_index(values: Sequence[float]) -> int:
+    """Index of the run whose score is the (lower) median: its justifications become canonical.
+
+    Ties resolve to the earliest run, so the choice is deterministic.
+    """
+    if not values:
+        raise ValueError("median of no values")
+    order = sorted(range(len(values)), key=lambda i: (values[i], i))
+    return order[(len(values) - 1) // 2]
+
+
+def majority(votes: Sequence[bool | None]) -> bool:
+    """Strict majority of *all* votes cast: True only if more than half are True.
+
+    A tie (e.g. 1-1 with one invalid vote) or invalid votes (None, a failed call) never count as
+    success. An empty vote list is not success either.
+    """
+    yes = sum(1 for v in votes if v is True)
+    return yes * 2 > len(votes)
+
+
+def outcome_success(votes: Sequence[bool | None], *, forced_failure: bool) -> bool:
+    """Final outcome: the majority, unless a side-effect penalty or critical-point violation forces failure."""
+    return (not forced_failure) and majority(votes)
+
+
+def disagreement(action_only: float | None, with_screens: float | None) -> float | None:
+    """Action-only minus screenshot-based score (positive = the agent claimed more than was seen)."""
+    if action_only is None or with_screens is None:
+        return None
+    return action_only - with_screens
+
+
+def hallucination_suspected(action_only: float | None, with_screens: float | None, *,
+                            gap: float = 0.3) -> bool:
+    """The paper's two-pass check: flag when the action-only score exceeds the screenshot score by >= gap."""
+    d = disagreement(action_only, with_screens)
+    return d is not None and d >= gap - 1e-9

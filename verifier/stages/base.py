@@ -1,0 +1,102 @@
+"""What every stage shares: the run context, one way to call the judge, and the usage ledger.
+
+Every judge call of a verification goes through `Run.ask`, which renders the stage's system
+template, builds [system][user: shared prefix, per-call part, images last] messages, and records
+calls, tokens, latency, the DAG round the call ran in, the model id and the prompt ids/hashes.
+A stage that fails raises the judge's `JudgeError`; the orchestrator decides whether the run can
+degrade (`Run.degrade`) or must stop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, TypeVar
+
+from pydantic import BaseModel
+
+from ..cache import StageCache
+from ..config import VerifierConfig
+from ..errors import JudgeError
+from ..judge.base import ImagePart, Judge, Sampling, Usage
+from ..prompts import PromptInfo, render
+from ..rendering import infos, messages
+from ..result import DegradedStage, StageUsage
+from ..schemas import Rubric
+from ..trajectory import Trajectory
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass
+class Ledger:
+    """Accounting for one `verify()` call."""
+
+    per_stage: dict[str, StageUsage] = field(default_factory=dict)
+    models: set[str] = field(default_factory=set)
+    prompts: dict[str, PromptInfo] = field(default_factory=dict)
+    degraded: list[DegradedStage] = field(default_factory=list)
+
+    def stage(self, name: str) -> StageUsage:
+        return self.per_stage.setdefault(name, StageUsage())
+
+    def record(self, name: str, usage: Usage | None, depth: int, *, model: str | None = None,
+               failed: bool = False) -> None:
+        s = self.stage(name)
+        s.calls += 1
+        s.failed_calls += int(failed)
+        s.round = max(s.round, depth)
+        if usage is not None:
+            s.prompt_tokens += usage.prompt_tokens
+            s.completion_tokens += usage.completion_tokens
+            s.latency_s += usage.latency_s
+        if model:
+            self.models.add(model)
+
+    def hit(self, name: str) -> None:
+        self.stage(name).cache_hits += 1
+
+    def add_prompts(self, template: str) -> None:
+        for info in infos(template):
+            self.prompts.setdefault(info.id, info)
+
+    def rounds(self) -> int:
+        return max((s.round for s in self.per_stage.values() if s.calls), default=0)
+
+
+@dataclass
+class Run:
+    """Everything a stage needs about the verification in progress."""
+
+    traj: Trajectory
+    cfg: VerifierConfig
+    judge: Judge
+    cache: StageCache
+    ledger: Ledger = field(default_factory=Ledger)
+    rubric: Rubric | None = None
+    shared: str = ""  # shared prompt prefix (task, rubric, history, final answer)
+
+    async def ask(self, stage: str, template: str, output_model: type[T], *, depth: int,
+                  per_call: str = "", images: Iterable[ImagePart] = (), shared: str | None = None,
+                  sampling: Sampling | None = None, variables: dict[str, Any] | None = None) -> T:
+        """One judge call. `template` is the stage's system template (`prompts/<template>`)."""
+        system = render(template, **(variables or {}))
+        self.ledger.add_prompts(template)
+        self.ledger.add_prompts("context.user.j2")
+        msgs = messages(system, self.shared if shared is None else shared, per_call, images)
+        try:
+            reply = await self.judge.complete(msgs, output_model, stage=stage, sampling=sampling)
+        except JudgeError as exc:
+            self.ledger.record(stage, exc.usage if isinstance(exc.usage, Usage) else None, depth,
+                               failed=True)
+            raise
+        self.ledger.record(stage, reply.usage, depth, model=reply.model)
+        return reply.parsed
+
+    def degrade(self, stage: str, reason: str | BaseException) -> None:
+        text = reason if isinstance(reason, str) else f"{type(reason).__name__}: {reason}"
+        self.ledger.degraded.append(DegradedStage(stage=stage, reason=text[:1000]))
+
+    def vote_sampling(self, i: int) -> Sampling | None:
+        """Independent votes need sampling diversity; V=1 keeps the judge's own sampling."""
+        if self.cfg.votes == 1:
+            return None
+        return Sampling(temperature=self.cfg.vote_temperature, seed=1000 + i)

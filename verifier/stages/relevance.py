@@ -1,0 +1,51 @@
+"""Stage 2: the relevance matrix, one call per distinct screenshot (or per batch of them).
+
+Each call shows the task, the rubric and the screenshot(s) - no action history: relevance is a
+property of (rubric, pixels), which is what lets the `StageCache` reuse a row across every rollout
+of a GRPO group that passes through the same page. Identical screenshots (same content hash) are
+scored once and the row is copied to every screenshot number sharing the hash.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..cache import key_of
+from ..rendering import image_part, shared_context
+from ..schemas import RelevanceBatch, for_call
+from .base import Run
+from .rubric import judge_identity
+
+STAGE = "relevance"
+Row = dict[str, int]
+
+
+def per_call_text(numbers: Sequence[int]) -> str:
+    which = ", ".join(f"Screenshot {n}" for n in numbers)
+    return (f"Rate {which} (shown below) against every criterion of the rubric, "
+            f"one row per screenshot, one score per criterion id.")
+
+
+async def _score(r: Run, numbers: tuple[int, ...], depth: int) -> dict[int, Row]:
+    assert r.rubric is not None
+    model = for_call(RelevanceBatch, r.rubric.ids(), numbers)
+    reply = await r.ask(STAGE, "relevance.system.j2", model, depth=depth,
+                        shared=shared_context(r.traj, r.cfg, r.rubric, with_history=False),
+                        per_call=per_call_text(numbers),
+                        images=[image_part(r.traj, n) for n in numbers])
+    return {row.screenshot: {s.criterion_id: s.score for s in row.scores} for row in reply.rows}
+
+
+async def score(r: Run, numbers: tuple[int, ...], hashes: tuple[str, ...],
+                depth: int) -> tuple[dict[int, Row], bool]:
+    """(rows for `numbers`, cache hit), memoised per (rubric, image hashes, judge model)."""
+    assert r.rubric is not None
+    key = key_of(r.rubric, hashes, judge_identity(r.judge))
+    rows, hit = await r.cache.get_or_compute(STAGE, key, lambda: _by_hash(r, numbers, hashes, depth))
+    if hit:
+        r.ledger.hit(STAGE)
+    return {n: rows[h] for n, h in zip(numbers, hashes)}, hit
+
+
+async def _by_hash(r: Run, numbers: tuple[int, ...], hashes: tuple[str, ...], depth: int) -> dict[str, Row]:
+    rows = await _score(r, numbers, depth)
+    return {h: rows[n] for n, h in zip(numbers, hashes)}

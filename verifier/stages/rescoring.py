@@ -1,0 +1,75 @@
+"""Stage 7: screenshot-grounded rescoring of the applicable criteria (V independent runs).
+
+Unlike the reference, this call sees the final screenshot(s) themselves, not only text about
+them, and writes its reality notes in the same reply (the reference's separate reality-check call
+is folded in). Unmet conditional criteria are not asked at all: they leave both sums. Earned
+points are clamped to [0, max] in code. The process score is the median over runs
+(`verifier.scoring.median`); the median run's justifications become the result's table.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..judge.base import ImagePart
+from ..rendering import image_part
+from ..schemas import Rescoring, Rubric, for_call
+from ..scoring import CriterionPoints, clamp, rubric_score
+from .base import Run
+
+STAGE = "rescoring"
+
+
+def final_images(r: Run, hash_groups: dict[str, list[int]]) -> list[ImagePart]:
+    """The last `config.final_screenshots` distinct screenshots, in time order."""
+    if r.cfg.final_screenshots == 0 or not r.traj.screenshots:
+        return []
+    by_hash = {h: nums for h, nums in hash_groups.items()}
+    latest = sorted(((max(nums), h) for h, nums in by_hash.items()), reverse=True)[: r.cfg.final_screenshots]
+    parts = []
+    for n, h in sorted(latest):
+        parts.append(image_part(r.traj, n, [m for m in by_hash[h] if m != n]))
+    return parts
+
+
+def per_call_text(rubric: Rubric, applicable: Sequence[str], not_applicable: Sequence[str],
+                  action_text: str, evidence_text: str, n_images: int) -> str:
+    lines = [action_text, "", evidence_text, ""]
+    if not_applicable:
+        lines.append("Conditional criteria that do NOT apply to this attempt (do not score): "
+                     + ", ".join(not_applicable))
+    lines.append("Score these criteria: " + ", ".join(applicable) + ".")
+    if n_images:
+        lines.append(f"The final {n_images} distinct screenshot(s) follow.")
+    return "\n".join(lines)
+
+
+async def run_once(r: Run, applicable: tuple[str, ...], per_call: str, images: list[ImagePart],
+                   depth: int, vote: int) -> Rescoring:
+    model = for_call(Rescoring, applicable)
+    return await r.ask(STAGE, "rescoring.system.j2", model, depth=depth, per_call=per_call,
+                       images=images, sampling=r.vote_sampling(vote))
+
+
+def points(rubric: Rubric, applies: dict[str, bool], earned: dict[str, float]) -> list[CriterionPoints]:
+    return [CriterionPoints(max_points=c.max_points, earned=earned.get(c.id, 0.0), applies=applies[c.id])
+            for c in rubric.criteria]
+
+
+def score_of(rubric: Rubric, applies: dict[str, bool], reply: Rescoring) -> tuple[float, dict[str, float]]:
+    """(eq.-1 score, clamped earned per criterion) of one rescoring run."""
+    earned = {i.criterion_id: clamp(i.earned, rubric.get(i.criterion_id).max_points) for i in reply.items}
+    return rubric_score(points(rubric, applies, earned)), earned
+
+
+def render_scores(rubric: Rubric, applies: dict[str, bool], reply: Rescoring | None,
+                  earned: dict[str, float]) -> str:
+    """The scored rubric as the outcome and diagnosis calls read it (reference only)."""
+    notes = {i.criterion_id: i for i in reply.items} if reply is not None else {}
+    lines = []
+    for c in rubric.criteria:
+        if not applies[c.id]:
+            lines.append(f"[{c.id}] does not apply (condition unmet)")
+            continue
+        why = notes[c.id].justification if c.id in notes else "(fallback: action-only score)"
+        lines.append(f"[{c.id}] {earned.get(c.id, 0.0):g}/{c.max_points:g}: {why}")
+    return "## Rubric scores (for reference; form your own view)\n" + "\n".join(lines)
