@@ -115,3 +115,11 @@ def test_shared_csv_process(csv_rows):
     assert round(b.kappa.value, 3) == 0.500
     c = rows[("uv (dataset, stored)", "process_score", "uv_blind")].continuous
     assert c.n == 106 and round(c.pearson.value, 3) == 0.674
+
+
+def test_undefined_values_survive_json():
+    from verifier.bench.metrics import BinaryAgreement
+
+    a = binary_agreement([F, F, F, F], [T, F, T, F], n_boot=20)
+    back = BinaryAgreement.model_validate_json(a.model_dump_json())
+    assert math.isnan(back.precision.value) and back.tp == 0 and back.kappa == a.kappa

@@ -14,22 +14,26 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
+from typing import Annotated
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator
 
 DEFAULT_N_BOOT = 1000
 DEFAULT_SEED = 0
 BINARY_METRICS = ("accuracy", "precision", "recall", "f1", "fpr", "fnr", "kappa")
 CONTINUOUS_METRICS = ("pearson", "spearman", "mae")
 
+#: A float that may be undefined: NaN in memory, null in JSON (and back to NaN when read).
+MaybeFloat = Annotated[float, BeforeValidator(lambda v: math.nan if v is None else v)]
+
 
 class Stat(BaseModel):
     """A point estimate with its percentile bootstrap interval (NaN where undefined)."""
 
-    value: float
-    lo: float
-    hi: float
+    value: MaybeFloat
+    lo: MaybeFloat
+    hi: MaybeFloat
 
     def fmt(self, digits: int = 3) -> str:
         if math.isnan(self.value):
@@ -164,10 +168,10 @@ class InterAnnotator(BaseModel):
 
     n_items: int
     n_annotators: int
-    fleiss_kappa: float
-    mean_pairwise_kappa: float  # mean Cohen's kappa over annotator pairs sharing >= min_shared items
+    fleiss_kappa: MaybeFloat
+    mean_pairwise_kappa: MaybeFloat  # mean Cohen's kappa over annotator pairs sharing >= min_shared items
     n_pairs: int
-    pairwise_percent_agreement: float  # share of agreeing label pairs within items
+    pairwise_percent_agreement: MaybeFloat  # share of agreeing label pairs within items
 
 
 def fleiss_kappa(item_labels: Sequence[Sequence[object]]) -> float:
