@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from typing import Any
 
 from .cache import StageCache
@@ -187,7 +186,7 @@ async def verify(trajectory: Trajectory, config: VerifierConfig | None = None, *
                          per_stage=dict(per_stage))
     m = len(trajectory.screenshots)
     return VerificationResult(
-        trajectory_id=Path(trajectory.source_path).name if trajectory.source_path else trajectory.task.id,
+        trajectory_id=trajectory.source_path or trajectory.task.id,
         task_id=trajectory.task.id, task=trajectory.task.instruction,
         process_score=score, process_score_before_penalties=before,
         process_success=process_success(score, cfg.process_threshold), action_only_score=action_score,

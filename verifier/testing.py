@@ -18,6 +18,7 @@ expose `expected_ids` / `expected_screenshots`, which the defaults use to answer
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -37,6 +38,8 @@ class Request:
     messages: list[Message]
     output_model: type[BaseModel]
     sampling: Sampling | None
+    started: float = 0.0  # time.perf_counter() when the call began
+    finished: float | None = None  # ... and when it returned or raised
 
 
 def _rubric(_m: Any, _o: Any) -> dict:
@@ -78,11 +81,12 @@ class ScriptedJudge:
     Args:
         script: per-stage answers, see the module docstring.
         model: the model id reported in replies (and so in results).
-        delays: per-stage seconds to sleep before answering (to exercise concurrency).
+        delays: per-stage seconds to sleep before answering, or a callable (messages) -> seconds
+            (to exercise concurrency and streaming).
     """
 
     def __init__(self, script: dict[str, Answer] | None = None, *, model: str = "scripted-judge",
-                 delays: dict[str, float] | None = None) -> None:
+                 delays: dict[str, float | Callable[[list[Message]], float]] | None = None) -> None:
         self.script = dict(script or {})
         self.model = model
         self.delays = dict(delays or {})
@@ -93,11 +97,13 @@ class ScriptedJudge:
 
     async def complete(self, messages: list[Message], output_model: type[BaseModel], *, stage: str,
                        sampling: Sampling | None = None) -> Reply:
-        self.requests.append(Request(stage, messages, output_model, sampling))
+        req = Request(stage, messages, output_model, sampling, started=time.perf_counter())
+        self.requests.append(req)
         self.inflight += 1
         self.max_inflight = max(self.max_inflight, self.inflight)
         try:
-            await asyncio.sleep(self.delays.get(stage, 0.0))
+            delay = self.delays.get(stage, 0.0)
+            await asyncio.sleep(delay(messages) if callable(delay) else delay)
             answer = self.script.get(stage, DEFAULTS.get(stage))
             if answer is None:
                 raise JudgeInvalidOutputError("no scripted answer for this stage", stage=stage)
@@ -113,6 +119,7 @@ class ScriptedJudge:
                                               last_reply=str(data)[:2000]) from exc
         finally:
             self.inflight -= 1
+            req.finished = time.perf_counter()
         prompt_chars = sum(len(p.text) for msg in messages for p in msg.content if isinstance(p, TextPart))
         usage = Usage(prompt_tokens=prompt_chars // 4, completion_tokens=16, latency_s=0.001, attempts=1)
         return Reply(parsed=parsed, usage=usage, model=self.model, raw=parsed.model_dump_json())

@@ -1,0 +1,107 @@
+"""Scoring math (paper eq. 1, clamping, penalties, thresholds, median, majority)."""
+import math
+
+import pytest
+
+from verifier.scoring import (CriterionPoints as P, apply_penalties, clamp, hallucination_suspected, majority,
+                              median, median_index, outcome_success, process_success, rubric_score, totals)
+
+
+def test_eq1_sums_applicable_only():
+    items = [P(6, 3), P(4, 4), P(5, 5, applies=False)]
+    assert totals(items) == (7.0, 10.0)
+    assert rubric_score(items) == pytest.approx(0.7)
+
+
+def test_unmet_conditional_leaves_both_sums():
+    with_unmet = [P(6, 6), P(10, 0, applies=False)]
+    assert rubric_score(with_unmet) == 1.0  # not 6/16
+
+
+@pytest.mark.parametrize("earned,maximum,want", [(-3, 5, 0.0), (7, 5, 5.0), (2.5, 5, 2.5), (math.nan, 5, 0.0),
+                                                  (None, 5, 0.0), (5, 5, 5.0), (0, 5, 0.0)])
+def test_clamp(earned, maximum, want):
+    assert clamp(earned, maximum) == want
+
+
+def test_clamp_rejects_nonpositive_max():
+    with pytest.raises(ValueError):
+        clamp(1, 0)
+
+
+def test_score_clamps_out_of_range_earned():
+    assert rubric_score([P(4, 9), P(4, -2)]) == 0.5
+
+
+def test_no_applicable_criteria_is_an_error_not_zero():
+    with pytest.raises(ValueError):
+        rubric_score([P(4, 4, applies=False)])
+    with pytest.raises(ValueError):
+        rubric_score([])
+
+
+def test_penalty_fraction_is_size_independent():
+    small = apply_penalties(1.0, [3], total_max=5, mode="fraction", fraction=0.25)
+    big = apply_penalties(1.0, [3], total_max=50, mode="fraction", fraction=0.25)
+    assert small == big == pytest.approx(0.75)
+    assert apply_penalties(0.8, [1], total_max=10) == pytest.approx(0.8 * (1 - 0.25 / 3))
+    assert apply_penalties(1.0, [3, 3, 3, 3, 3], total_max=10) == 0.0  # floored, never negative
+
+
+def test_penalty_dilute_matches_reference():
+    assert apply_penalties(0.7, [2], total_max=10, mode="dilute") == pytest.approx(7 / 12)
+
+
+def test_no_penalty_is_identity_and_bad_input_rejected():
+    assert apply_penalties(0.42, [], total_max=10) == 0.42
+    assert apply_penalties(0.42, [0], total_max=10) == 0.42
+    with pytest.raises(ValueError):
+        apply_penalties(1.5, [1], total_max=10)
+    with pytest.raises(ValueError):
+        apply_penalties(0.5, [1], total_max=10, mode="bogus")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("score,thr,want", [(0.8, 0.8, True), (0.79999999999, 0.8, True), (0.79, 0.8, False),
+                                             (1.0, 1.0, True), (0.0, 0.0, True), (0.5, 0.6, False)])
+def test_threshold(score, thr, want):
+    assert process_success(score, thr) is want
+
+
+def test_median():
+    assert median([0.2]) == 0.2
+    assert median([0.9, 0.1, 0.5]) == 0.5
+    assert median([0.1, 0.3]) == pytest.approx(0.2)
+    with pytest.raises(ValueError):
+        median([])
+
+
+def test_median_index_picks_a_real_run_deterministically():
+    assert median_index([0.9, 0.1, 0.5]) == 2
+    assert median_index([0.5, 0.5, 0.5]) == 1
+    assert median_index([0.1, 0.3]) == 0  # lower median for an even count
+    assert median_index([0.7]) == 0
+
+
+@pytest.mark.parametrize("votes,want", [
+    ([True], True), ([False], False), ([None], False), ([], False),
+    ([True, True, False], True), ([True, False, False], False),
+    ([True, None, False], False),   # 1-1 tie with an invalid vote: never success
+    ([True, True, None], True),     # 2 of 3 valid yes
+    ([True, None, None], False),    # one yes is not a majority of 3
+    ([True, False], False),          # even tie
+    ([True, True, True, False, None], True),
+])
+def test_majority(votes, want):
+    assert majority(votes) is want
+
+
+def test_forced_failure_overrides_unanimous_success():
+    assert outcome_success([True, True, True], forced_failure=True) is False
+    assert outcome_success([True, True, True], forced_failure=False) is True
+
+
+def test_hallucination_flag():
+    assert hallucination_suspected(1.0, 0.6, gap=0.3)
+    assert not hallucination_suspected(0.8, 0.6, gap=0.3)
+    assert not hallucination_suspected(0.2, 0.9, gap=0.3)  # screenshots better than claims: no flag
+    assert not hallucination_suspected(None, 0.5)
