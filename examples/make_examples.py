@@ -19,7 +19,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from verifier.trajectory import RunStatus, Screenshot, Step, Task, Trajectory  # noqa: E402
+from verifier.trajectory import RunStatus, Screenshot, Step, Task, Trajectory
 
 OUT = Path(__file__).resolve().parent / "trajectories"
 W, H = 640, 400

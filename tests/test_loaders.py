@@ -1,6 +1,7 @@
 """Loaders: real samples, synthetic folders / rows in each format, and every bad-input case."""
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import time
@@ -99,6 +100,8 @@ def test_real_fara_sample(shared_data):
 
 def test_real_om2w_sample(shared_data):
     t = load_trajectory(shared_data / OM2W)
+    assert detect_format(shared_data / OM2W / "result.json") == "om2w"  # a file of the folder works too
+    assert load_trajectory(shared_data / OM2W / "result.json").model_dump() == t.model_dump()
     assert t.source_format == "om2w" and t.task.id == "fb7b4f784cfde003e2548fdf4e8d6b4f"
     assert t.task.instruction.startswith("Open the page with an overview")
     assert [s.action for s in t.steps] == ["click"] * 4
@@ -124,6 +127,7 @@ def test_real_sample_converts_to_native_and_back(shared_data, tmp_path):
 def test_fara_structured_log_and_pre_action_screenshots(tmp_path):
     root = make_fara(tmp_path / "run", shots=["screenshot_1.png", "screenshot_2.png", "screenshot_3.png"])
     t = load_trajectory(root)
+    assert load_trajectory(root / "web_surfer.log").steps == t.steps
     assert t.task.id == "demo_1" and t.task.start_url == "https://x/"
     assert [s.action for s in t.steps] == ["click", "click", "stop_and_answer_question"]
     assert t.steps[0].arguments == {"target_id": 1}
@@ -420,6 +424,9 @@ def test_cuavb_datasets_dataset():
     ds = datasets.Dataset.from_list([{k: row[k] for k in features}], features=features)
     (t,) = list(iter_cuavb_dataset(ds))
     assert len(t.steps) == 2 and len(t.screenshots) == 3 and t.screenshots[0].size() == (16, 10)
+    assert t.screenshots[1].sha256 == hashlib.sha256(row["screenshots"][1]).hexdigest()  # original bytes
+    (decoded,) = list(iter_cuavb_dataset([ds[0]]))  # plain rows with PIL images work too
+    assert isinstance(ds[0]["screenshots"][0], Image.Image) and len(decoded.screenshots) == 3
 
 
 # ---- native format ---------------------------------------------------------------------------------

@@ -105,27 +105,27 @@ class Screenshot(BaseModel):
 
     # ---- constructors -------------------------------------------------------------------------
     @classmethod
-    def from_path(cls, path: str | Path, *, step: int, timing: str = "before") -> "Screenshot":
+    def from_path(cls, path: str | Path, *, step: int, timing: str = "before") -> Screenshot:
         return cls(step=step, timing=timing, path=str(path))
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, step: int, timing: str = "before") -> "Screenshot":
+    def from_bytes(cls, data: bytes, *, step: int, timing: str = "before") -> Screenshot:
         shot = cls(step=step, timing=timing)
         shot._raw = bytes(data)
         return shot
 
     @classmethod
-    def from_data_url(cls, url: str, *, step: int, timing: str = "before") -> "Screenshot":
+    def from_data_url(cls, url: str, *, step: int, timing: str = "before") -> Screenshot:
         return cls(step=step, timing=timing, data_url=url)
 
     @classmethod
-    def from_image(cls, image: Image.Image, *, step: int, timing: str = "before") -> "Screenshot":
+    def from_image(cls, image: Image.Image, *, step: int, timing: str = "before") -> Screenshot:
         shot = cls(step=step, timing=timing)
         shot._pil = image
         return shot
 
     @model_validator(mode="after")
-    def _one_serialisable_source(self) -> "Screenshot":
+    def _one_serialisable_source(self) -> Screenshot:
         if self.path is not None and self.data_url is not None:
             raise ValueError("a screenshot has either 'path' or 'data_url', not both")
         return self
@@ -238,7 +238,7 @@ class Screenshot(BaseModel):
         """Raise `ScreenshotError` now if the image is missing or undecodable (loaders call this)."""
         self.image()
 
-    def to_serialisable(self) -> "Screenshot":
+    def to_serialisable(self) -> Screenshot:
         """A copy that survives JSON: in-memory sources become a PNG/original-bytes data URL."""
         if self.path is not None or self.data_url is not None:
             return self
@@ -278,7 +278,7 @@ class Trajectory(BaseModel):
     load_warnings: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _steps_numbered(self) -> "Trajectory":
+    def _steps_numbered(self) -> Trajectory:
         for pos, step in enumerate(self.steps, start=1):
             if step.index != pos:
                 raise ValueError(f"steps[{pos - 1}].index is {step.index}, expected {pos}")

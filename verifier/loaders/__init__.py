@@ -48,6 +48,8 @@ def detect_format(path: str | Path) -> str:
         raise TrajectoryError("unknown trajectory folder: expected web_surfer.log + *_final_answer.json "
                               "(fara), result.json (Online-Mind2Web) or trajectory.json (native)",
                               file=str(p))
+    if _member_of_folder(p):
+        return detect_format(p.parent)
     suffix = p.suffix.lower()
     if suffix == ".parquet":
         return "cuavb-parquet"
@@ -72,6 +74,8 @@ def load_trajectories(path_or_row: str | Path | Mapping[str, Any], *, format: st
         raise TrajectoryError(f"unknown format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
     if not p.exists():
         raise TrajectoryError("no such file or directory", file=str(p))
+    if fmt in ("fara", "om2w") and p.is_file() and _member_of_folder(p):
+        p = p.parent  # a file of a run folder was given: load the folder
     if fmt == "fara":
         yield load_fara(p, check_images=check_images, **options)
     elif fmt == "om2w":
@@ -95,6 +99,11 @@ def load_trajectory(path_or_row: str | Path | Mapping[str, Any], *, format: str 
         raise TrajectoryError("holds more than one trajectory; use load_trajectories()",
                               file=str(path_or_row))
     return first
+
+
+def _member_of_folder(p: Path) -> bool:
+    """A file that only makes sense as part of a fara / Online-Mind2Web run folder."""
+    return p.name in ("web_surfer.log", "result.json") or p.name.endswith("_final_answer.json")
 
 
 def _load_mapping(row: Mapping[str, Any], format: str, check_images: bool) -> Trajectory:

@@ -112,12 +112,26 @@ def iter_cuavb_parquet(path: str | Path, *, check_images: bool = True,
 def iter_cuavb_dataset(dataset: Any, *, check_images: bool = True) -> Iterator[Trajectory]:
     """Rows of a `datasets.Dataset` (e.g. `load_dataset("microsoft/CUAVerifierBench", ...)`).
 
-    `datasets` is imported by the caller; this only iterates, so the core install does not need it.
+    The screenshot column is read undecoded when possible: the original PNG bytes are faster than a
+    PIL decode + re-encode and keep the content hash equal to the files' hash. `datasets` is only
+    imported when the caller already has a Dataset, so the core install does not need it.
     """
+    dataset = _undecoded_images(dataset)
     info = getattr(dataset, "info", None)
     name = getattr(info, "dataset_name", None) or "dataset"
     for i, row in enumerate(dataset):
         yield load_cuavb_row(row, source=f"{name} row {i}", check_images=check_images)
+
+
+def _undecoded_images(dataset: Any) -> Any:
+    if not hasattr(dataset, "cast_column") or "screenshots" not in (getattr(dataset, "features", None) or {}):
+        return dataset
+    try:
+        import datasets
+
+        return dataset.cast_column("screenshots", datasets.Sequence(datasets.Image(decode=False)))
+    except Exception:  # noqa: BLE001 - any other feature layout: iterate the decoded images instead
+        return dataset
 
 
 def load_cuavb_hub(split: str = "fara7b_om2w_browserbase", *, revision: str | None = None,
