@@ -10,7 +10,9 @@ from verifier.bench.dataset import load_split
 from verifier.bench.runner import build_meta, report_inputs, results_path, score_all, verifier_fn
 from verifier.cli import main
 
-from fakes import FakeJudge, fail, text_of
+from verifier.testing import ScriptedJudge
+
+from fakes import fail, text_of
 
 BB = "fara7b_om2w_browserbase"
 SUCCESS_TASKS = {"Do the thing number 0", "Do the thing number 1"}  # what the scripted judge believes
@@ -32,7 +34,7 @@ def test_score_resume_and_report(bench_dir, tmp_path):
     (tmp_path / "bench_meta.json").write_text(meta.model_dump_json())
     assert meta.inter_annotator["outcome"].n_items == 3
 
-    judge = FakeJudge(_voyager(broken={"Do the thing number 2"}))
+    judge = ScriptedJudge(_voyager(broken={"Do the thing number 2"}))
     counts = asyncio.run(score_all(tasks, "webvoyager", verifier_fn("webvoyager"), judge, tmp_path, progress=False))
     assert (counts["scored"], counts["unscored"]) == (2, 1)
     lines = [json.loads(x) for x in results_path(tmp_path, "webvoyager").read_text().splitlines()]
@@ -44,7 +46,7 @@ def test_score_resume_and_report(bench_dir, tmp_path):
     assert row.n_unscored == 1 and row.binary.n == 2 and (row.binary.tp, row.binary.fp) == (1, 1)
 
     # resume: only the unscored task is retried
-    judge2 = FakeJudge(_voyager())
+    judge2 = ScriptedJudge(_voyager())
     counts = asyncio.run(score_all(tasks, "webvoyager", verifier_fn("webvoyager"), judge2, tmp_path, progress=False))
     assert (counts["skipped"], counts["scored"]) == (2, 1) and len(judge2.requests) == 1
     inp = report_inputs(tmp_path, n_boot=50)
@@ -59,18 +61,23 @@ def test_cli_split_then_from_results(bench_dir, tmp_path, monkeypatch, capsys):
         "webjudge_keypoints": lambda m, o: {"key_points": ["do the thing"]},
         "webjudge_relevance": lambda m, o: {"description": "d", "reasoning": "r", "score": 4},
         "webjudge_judgment": lambda m, o: {"thoughts": "t", "status": "failure"},
+        "diagnosis_failures": lambda m, o: {"reasoning": "r", "failure_points": [
+            {"steps": [1], "error_code": "1.4", "what_happened": "wrong filter"}]},
     }
-    fake = FakeJudge(script)
+    fake = ScriptedJudge(script)
     monkeypatch.setattr("verifier.judge.make_judge", lambda config=None: fake)
     out = tmp_path / "run"
     rc = main(["bench", "--split", BB, "--data-dir", str(bench_dir), "--judge-url", "http://127.0.0.1:9/v1",
-               "--model", "m", "--verifiers", "webjudge,webvoyager", "--out", str(out), "--no-progress",
+               "--model", "m", "--verifiers", "uv,webjudge,webvoyager", "--out", str(out), "--no-progress",
                "--n-boot", "50"])
     assert rc == 0
     assert fake.stages().count("webvoyager") == 3 and fake.stages().count("webjudge_judgment") == 3
-    for name in ("report.md", "report.html", "confusion.png", "results_webjudge.jsonl", "bench_meta.json"):
+    assert fake.stages().count("outcome") == 3
+    for name in ("report.md", "report.html", "confusion.png", "scatter.png", "taxonomy.png",
+                 "results_uv.jsonl", "results_webjudge.jsonl", "bench_meta.json"):
         assert (out / name).exists(), name
     md = (out / "report.md").read_text()
+    assert "| uv | process | final adjudicated (UV-informed) | 3 |" in md
     assert "| webjudge | outcome |" in md and "| webvoyager | outcome |" in md and "Judge cost per trajectory" in md
     capsys.readouterr()
     n_calls = len(fake.requests)
