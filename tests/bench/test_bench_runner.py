@@ -90,3 +90,12 @@ def test_cli_split_then_from_results(bench_dir, tmp_path, monkeypatch, capsys):
 def test_unknown_verifier_rejected():
     with pytest.raises(ValueError, match="unknown verifier"):
         verifier_fn("gpt-judge")
+
+
+def test_rows_without_screenshots_are_unscored(bench_dir, tmp_path):
+    tasks = load_split("internal", data_dir=bench_dir)  # its one row has actions but no screenshots
+    judge = ScriptedJudge(_voyager())
+    counts = asyncio.run(score_all(tasks, "webvoyager", verifier_fn("webvoyager"), judge, tmp_path, progress=False))
+    assert counts["unscored"] == 1 and judge.requests == []
+    rec = json.loads(results_path(tmp_path, "webvoyager").read_text())
+    assert rec["status"] == "unscored" and "no screenshots" in rec["reason"]

@@ -1,5 +1,6 @@
 """The benchmark report: markdown + HTML tables, confusion matrices, score scatter, taxonomy, cost.
 
+The HTML page embeds the PNGs (data URLs), so it is one self-contained file to share.
 Everything is computed from a `ReportInputs` (agreement rows, verdicts, labels, usage, taxonomy
 counts), which is itself written to `report_inputs.json`, so a report can be re-rendered or diffed
 without re-running anything. Plots use matplotlib's Agg backend (no display needed).
@@ -9,6 +10,7 @@ paper's own judge models, so they are a yardstick, not an expected value for any
 """
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
@@ -164,7 +166,9 @@ def write_report(inp: ReportInputs, out_dir: str | Path) -> dict[str, Path]:
     for key, caption in (("confusion", "Confusion matrices"), ("scatter", "Verifier vs human process score"),
                          ("taxonomy", "Error taxonomy (verifier diagnosis)")):
         if key in images:
-            body += [f"<h2>{caption}</h2>", f'<img src="{images[key].name}" alt="{caption}">']
+            data = base64.b64encode(images[key].read_bytes()).decode()
+            body += [f"<h2>{caption}</h2>",
+                     f'<img src="data:image/png;base64,{data}" alt="{caption}" title="{images[key].name}">']
     body += [f"<p>{html.escape(n)}</p>" for n in inp.notes]
     style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1em}"
              "td,th{border:1px solid #bbb;padding:3px 6px;font-size:13px}img{max-width:100%}")

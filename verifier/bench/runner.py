@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..errors import CuaVerifierError
+from ..errors import CuaVerifierError, TrajectoryError
 from ..records import ResultWriter, ScoreRecord, result_field
 from .dataset import REVISION, BenchTask, iter_annotation_labels
 from .labels import HumanLabels, Verdict, agreement_table
@@ -98,6 +98,8 @@ async def score_all(tasks: list[BenchTask], name: str, fn: VerifyFn, judge: Any,
             source = f"{task.split}/{task.task_id}"
             try:
                 traj = task.trajectory()
+                if traj.steps and not traj.screenshots:  # e.g. most of the internal split: data missing
+                    raise TrajectoryError("the dataset row has actions but no screenshots", field="screenshots")
                 result = await fn(traj, judge)
                 rec = ScoreRecord(id=task.task_id, status="scored", source=source, result=result)
             except (CuaVerifierError, ValueError) as exc:  # bad data or judge failure: unscored, not zero
