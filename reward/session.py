@@ -105,6 +105,10 @@ class VerifierSession:
 
         return make_judge(JudgeConfig(**judge_cfg))
 
+    def judge_for_loop(self) -> Any:
+        """The judge of the running loop, built now (so configuration errors surface early)."""
+        return self._state().judge
+
     def _state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
         with self._lock:

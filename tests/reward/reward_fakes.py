@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 from verifier.errors import JudgeUnavailableError
 
@@ -16,7 +17,8 @@ async def fake_verify(trajectory, config=None, *, judge, cache=None):
 
     CALLS.append(trajectory.task.id)
     KEYS.append(rollout_key(trajectory))
-    await asyncio.sleep(0.01)  # a real suspension, so concurrent callers really overlap
+    # a real suspension, so concurrent callers really overlap (longer in the subprocess kill test)
+    await asyncio.sleep(float(os.environ.get("FAKE_VERIFY_SLEEP", "0.01")))
     if trajectory.task.id in FAIL_TASKS:
         raise JudgeUnavailableError("connection refused", stage="rubric")
     return {"task_id": trajectory.task.id, "process_score": min(len(trajectory.steps) / 10, 1.0),

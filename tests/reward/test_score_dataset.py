@@ -1,0 +1,143 @@
+"""`cua-verifier score-dataset`: sources, resumability (simulated and real kill), summary."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import reward_fakes
+
+from reward import RewardSettings, clear_sessions
+from verifier.cli import build_parser
+from verifier.records import ResultWriter
+from verifier.trajectory import Step, Task, Trajectory
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    clear_sessions()
+    reward_fakes.CALLS.clear()
+    reward_fakes.KEYS.clear()
+    reward_fakes.FAIL_TASKS.clear()
+    yield
+    clear_sessions()
+
+
+def make_jsonl(path: Path, n: int) -> Path:
+    with open(path, "w") as fh:
+        for k in range(n):
+            t = Trajectory(task=Task(id=f"t{k}", instruction=f"task {k}"),
+                           steps=[Step(index=i + 1, action="click") for i in range(k % 4)],
+                           final_answer="ok" if k % 2 == 0 else None)
+            fh.write(t.to_json() + "\n")
+    return path
+
+
+def settings() -> RewardSettings:
+    return RewardSettings(verify_fn=reward_fakes.fake_verify, judge_factory=reward_fakes.fake_judge,
+                          cache_factory=None)
+
+
+def run_cli(argv: list[str], capsys=None) -> int:
+    args = build_parser().parse_args(["score-dataset", *argv, "--no-progress"])
+    return args.func(args, settings=settings())
+
+
+def test_native_jsonl_to_parquet_with_summary(tmp_path, capsys):
+    pq = pytest.importorskip("pyarrow.parquet")
+    src = make_jsonl(tmp_path / "rollouts.jsonl", 6)
+    reward_fakes.FAIL_TASKS.add("t5")
+    assert run_cli([str(src), "--out", str(tmp_path / "res.parquet"), "--concurrency", "3"]) == 0
+    rows = {r["id"]: r for r in pq.read_table(tmp_path / "res.parquet").to_pylist()}
+    assert sorted(rows) == [f".#{k}" for k in range(6)]
+    assert rows[".#2"]["process_score"] == pytest.approx(0.2) and rows[".#2"]["outcome_success"] is True
+    assert rows[".#5"]["status"] == "unscored" and rows[".#5"]["reason"].startswith("JudgeUnavailableError")
+    out = capsys.readouterr().out
+    assert "scored: 5  unscored: 1" in out and "unscored (JudgeUnavailableError): 1" in out
+
+
+def test_resume_after_partial_run_repeats_nothing_loses_nothing(tmp_path):
+    src = make_jsonl(tmp_path / "rollouts.jsonl", 8)
+    out = tmp_path / "res.jsonl"
+    assert run_cli([str(src), "--out", str(out), "--limit", "3"]) == 0  # "crash" after 3 records
+    assert len(reward_fakes.CALLS) == 3
+    with open(out, "a") as fh:  # and a torn line from the moment of the crash
+        fh.write('{"id": ".#3", "status": "sco')
+    assert run_cli([str(src), "--out", str(out)]) == 0
+    assert sorted(reward_fakes.CALLS) == sorted(f"t{k}" for k in range(8))  # each verified exactly once
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(r["id"] for r in lines) == sorted(f".#{k}" for k in range(8))
+
+
+def test_unscored_rows_are_retried_on_resume(tmp_path):
+    src = make_jsonl(tmp_path / "rollouts.jsonl", 3)
+    out = tmp_path / "res.jsonl"
+    reward_fakes.FAIL_TASKS.add("t1")
+    run_cli([str(src), "--out", str(out)])
+    assert ResultWriter(out).done_ids() == {".#0", ".#2"}
+    reward_fakes.FAIL_TASKS.clear()
+    run_cli([str(src), "--out", str(out)])
+    assert sorted(reward_fakes.CALLS[:3]) == ["t0", "t1", "t2"] and reward_fakes.CALLS[3:] == ["t1"]
+    assert ResultWriter(out).done_ids() == {".#0", ".#1", ".#2"}
+
+
+def test_dataset_rows_with_trajectory_column_and_ids(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    rows = [{"id": f"r{k}", "trajectory": Trajectory(task=Task(id=f"t{k}", instruction="x"),
+                                                      final_answer="a").to_json()} for k in range(4)]
+    rows.append({"id": "r0", "trajectory": "{broken"})  # repeated id and a bad row
+    datasets.Dataset.from_list(rows).to_parquet(tmp_path / "d.parquet")
+    assert run_cli([str(tmp_path / "d.parquet"), "--out", str(tmp_path / "o.jsonl")]) == 0
+    recs = {r.id: r for r in ResultWriter(tmp_path / "o.jsonl").records()}
+    assert set(recs) == {"r0", "r1", "r2", "r3", "r0#2"}
+    assert recs["r0#2"].status == "unscored" and recs["r0#2"].reason.startswith("TrajectoryError")
+
+
+def test_folder_of_trajectories(tmp_path):
+    for k in range(2):
+        d = tmp_path / "runs" / f"run{k}"
+        d.mkdir(parents=True)
+        (d / "trajectory.json").write_text(Trajectory(task=Task(id=f"f{k}", instruction="x")).to_json())
+    (tmp_path / "runs" / "notes.txt").write_text("not a trajectory")
+    assert run_cli([str(tmp_path / "runs"), "--out", str(tmp_path / "o.jsonl")]) == 0
+    assert ResultWriter(tmp_path / "o.jsonl").done_ids() == {"run0#0", "run1#0"}
+
+
+def test_bad_out_suffix_and_missing_judge(tmp_path, monkeypatch):
+    src = make_jsonl(tmp_path / "r.jsonl", 1)
+    assert run_cli([str(src), "--out", str(tmp_path / "o.csv")]) == 2
+    for var in ("CUA_JUDGE_URL", "CUA_JUDGE_MODEL", "CUA_VERIFIER_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    args = build_parser().parse_args(["score-dataset", str(src), "--out", str(tmp_path / "o.jsonl")])
+    assert args.func(args) == 2  # no judge configured: a clear error, not N unscored rows
+
+
+def test_real_subprocess_kill_then_resume(tmp_path):
+    src = make_jsonl(tmp_path / "rollouts.jsonl", 12)
+    out = tmp_path / "res.jsonl"
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"verify_fn": "reward_fakes.fake_verify", "judge_factory": "reward_fakes.fake_judge",
+                               "cache_factory": None}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)]), "FAKE_VERIFY_SLEEP": "0.15"}
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from verifier.cli import main; sys.exit(main())", "score-dataset", str(src), "--out", str(out),
+                             "--config", str(cfg), "--concurrency", "2", "--no-progress"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = ResultWriter(out).done_ids()
+    assert 3 <= len(before) < 12, "the kill should land part way"
+    assert run_cli([str(src), "--out", str(out)]) == 0
+    # resumed run verified exactly the rollouts the killed one had not finished
+    assert sorted(reward_fakes.CALLS) == sorted(f"t{int(i[2:])}" for i in {f".#{k}" for k in range(12)} - before)
+    assert ResultWriter(out).done_ids() == {f".#{k}" for k in range(12)}
