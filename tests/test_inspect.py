@@ -110,3 +110,18 @@ def test_corrupt_screenshot_exits_2(capsys, tmp_path):
                                 "screenshots": [{"step": 0, "timing": "after", "path": "bad.png"}]}))
     rc, _, err = run(capsys, str(path))
     assert rc == 2 and "bad.png" in err and "not a readable image" in err
+
+
+def test_write_native_round_trips(capsys, tmp_path, shared_data):
+    out = tmp_path / "conv.jsonl"
+    rc, _, _ = run(capsys, str(shared_data / "trajectories/om2w-fb7b4f784cfde003e2548fdf4e8d6b4f"),
+                   "--write-native", str(out), "--embed-images")
+    assert rc == 0
+    (rec,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(s["path"] is None and s["data_url"].startswith("data:image/png") for s in rec["screenshots"])
+    from verifier.loaders import load_trajectory
+
+    back = load_trajectory(out)
+    orig = load_trajectory(shared_data / "trajectories/om2w-fb7b4f784cfde003e2548fdf4e8d6b4f")
+    assert back.steps == orig.steps and back.final_answer == orig.final_answer
+    assert [s.sha256 for s in back.screenshots] == [s.sha256 for s in orig.screenshots]

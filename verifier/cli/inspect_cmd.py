@@ -3,7 +3,8 @@
 The first command a user runs on their own data: it loads the trajectory with the same loaders as
 `score`, and prints the task, the steps (action, short arguments, thought excerpt, URL, error), the
 screenshots (step, before/after, size, hash prefix, duplicates) and the loader's warnings. Bad input
-exits with status 2 and the loader's message (file, line, field).
+exits with status 2 and the loader's message (file, line, field). `--write-native` converts any
+supported input to the project's own format (see examples/README.md).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 from ..errors import TrajectoryError
 from ..loaders import load_trajectories
-from ..trajectory import Trajectory
+from ..trajectory import Screenshot, Trajectory
 
 FORMAT_CHOICES = ["auto", "fara", "om2w", "native", "cuavb-parquet"]
 
@@ -29,16 +30,25 @@ def register(subparsers: Any) -> None:
     p.add_argument("--limit", type=int, default=20, help="at most this many trajectories from a multi-"
                    "trajectory file (default 20; 0 = all)")
     p.add_argument("--width", type=int, default=80, help="cut texts to this many characters (0 = no cut)")
+    p.add_argument("--write-native", metavar="OUT.jsonl", default=None,
+                   help="also convert to the native format: one JSON record per line (screenshots by path)")
+    p.add_argument("--embed-images", action="store_true",
+                   help="with --write-native: embed screenshots as data URLs (a self-contained file)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    out = None
     try:
         trajs = load_trajectories(args.path, format=args.format)
         if args.limit > 0:
             trajs = islice(trajs, args.limit)
+        if args.write_native:
+            out = open(args.write_native, "w", encoding="utf-8")  # noqa: SIM115 - closed below
         for n, traj in enumerate(trajs):
             info = summarise(traj)
+            if out is not None:
+                out.write(to_native(traj, embed=args.embed_images) + "\n")
             if args.json:
                 print(json.dumps(info, ensure_ascii=False))
             else:
@@ -48,7 +58,21 @@ def run(args: argparse.Namespace) -> int:
     except TrajectoryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"error: cannot write {args.write_native}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    finally:
+        if out is not None:
+            out.close()
     return 0
+
+
+def to_native(traj: Trajectory, *, embed: bool = False) -> str:
+    """One native JSON line; with `embed`, every screenshot becomes a data URL (no file needed)."""
+    if embed:
+        shots = [Screenshot(step=s.step, timing=s.timing, data_url=s.as_data_url()) for s in traj.screenshots]
+        traj = traj.model_copy(update={"screenshots": shots})
+    return traj.to_json()
 
 
 def summarise(traj: Trajectory) -> dict[str, Any]:
