@@ -24,7 +24,7 @@ def test_join_labels_and_stored_verdicts(bench_dir):
     lab = tasks[1].labels
     assert (lab.final_outcome, lab.final_process, lab.blind_majority_outcome) == (False, True, False)
     assert lab.blind_median_process_score == pytest.approx(0.5)
-    uv = [v for v in tasks[1].stored_verdicts() if v.verifier.startswith("uv")][0]
+    uv = next(v for v in tasks[1].stored_verdicts() if v.verifier.startswith("uv"))
     assert uv.outcome_success is True and uv.process_score == pytest.approx(0.85)
     assert len(tasks[0].row["screenshots"]) == 2 and tasks[0].row["screenshots"][0]["bytes"][:4] == b"\x89PNG"
 

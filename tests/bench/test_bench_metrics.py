@@ -8,8 +8,13 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from verifier.bench.labels import agreement_table, read_labels_csv
-from verifier.bench.metrics import (binarize, binary_agreement, continuous_agreement, fleiss_kappa,
-                                    inter_annotator)
+from verifier.bench.metrics import (
+    binarize,
+    binary_agreement,
+    continuous_agreement,
+    fleiss_kappa,
+    inter_annotator,
+)
 
 T, F = True, False
 

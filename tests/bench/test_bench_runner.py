@@ -5,14 +5,12 @@ import asyncio
 import json
 
 import pytest
+from fakes import fail, text_of
 
 from verifier.bench.dataset import load_split
 from verifier.bench.runner import build_meta, report_inputs, results_path, score_all, verifier_fn
 from verifier.cli import main
-
 from verifier.testing import ScriptedJudge
-
-from fakes import fail, text_of
 
 BB = "fara7b_om2w_browserbase"
 SUCCESS_TASKS = {"Do the thing number 0", "Do the thing number 1"}  # what the scripted judge believes

@@ -15,6 +15,7 @@ Rows are plain dicts; converting one to a `Trajectory` is the loaders' job (`Ben
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ def _flag(value: Any) -> bool | None:
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
-        return None if value != value else bool(value)  # NaN check
+        return None if math.isnan(value) else bool(value)
     text = str(value).strip().lower()
     if not text:
         return None
@@ -57,7 +58,7 @@ def _score(value: Any) -> float | None:
     if value is None:
         return None
     v = float(value)
-    return None if v != v else v
+    return None if math.isnan(v) else v
 
 
 @dataclass
@@ -164,7 +165,7 @@ def load_split(split: str, *, data_dir: str | Path | None = None, revision: str 
             tasks.append(BenchTask(task_id=tid, split=split, row=r, annotations=by_task.get(tid, [])))
     orphans = set(by_task) - seen
     if orphans:
-        raise ValueError(f"{len(orphans)} annotation task_id(s) have no trajectory, e.g. {sorted(orphans)[0]!r}")
+        raise ValueError(f"{len(orphans)} annotation task_id(s) have no trajectory, e.g. {min(orphans)!r}")
     return tasks
 
 

@@ -18,8 +18,15 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from .metrics import (DEFAULT_N_BOOT, DEFAULT_SEED, BinaryAgreement, ContinuousAgreement, binarize,
-                      binary_agreement, continuous_agreement)
+from .metrics import (
+    DEFAULT_N_BOOT,
+    DEFAULT_SEED,
+    BinaryAgreement,
+    ContinuousAgreement,
+    binarize,
+    binary_agreement,
+    continuous_agreement,
+)
 
 LabelSource = Literal["final", "uv_blind"]
 LABEL_SOURCES: tuple[LabelSource, ...] = ("final", "uv_blind")

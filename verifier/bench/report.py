@@ -111,7 +111,7 @@ def paper_table() -> Table:
 
 def _md(table: Table) -> str:
     head, body = table
-    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    esc = lambda s: str(s).replace("|", "\\|")
     lines = ["| " + " | ".join(map(esc, head)) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(map(esc, row)) + " |" for row in body]
     return "\n".join(lines)
