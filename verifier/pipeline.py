@@ -19,6 +19,7 @@ the judge's `JudgeError`.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import Any
 
@@ -39,6 +40,20 @@ from .stages.base import Run
 from .trajectory import Trajectory
 
 MAX_ROUNDS = 8
+
+
+def expected_calls(*, distinct: int, analysed: int, config: VerifierConfig, conditions_call: bool = False,
+                   rubric_cached: bool = False, relevance_cached: int = 0) -> int:
+    """Judge calls of one verification without failures (the formula in verifier/RESULT.md).
+
+    calls = R + A + ceil((D - cached) / b) + 1 + S + C + V + 1 + V + 2*diag, where R = 1 (0 when
+    the rubric came from the cache), A = rubric audit, D = distinct screenshots, b = relevance
+    batch size, S = analysed screenshots, C = 1 if conditions needed the judge, V = votes.
+    """
+    cfg = config
+    return ((0 if rubric_cached else 1 + int(cfg.rubric_audit))
+            + math.ceil(max(distinct - relevance_cached, 0) / cfg.relevance_batch_size)
+            + 1 + analysed + int(conditions_call) + cfg.votes + 1 + cfg.votes + 2 * int(cfg.diagnosis))
 
 
 async def _soft(r: Run, stage: str, coro: Any) -> Any:
