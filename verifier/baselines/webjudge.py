@@ -15,7 +15,7 @@ show them in chronological order, rather than the first 50.
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -32,8 +32,8 @@ MAX_IMAGES = 50
 
 
 class KeyPoints(BaseModel):
-    key_points: list[str] = Field(min_length=1, max_length=12,
-                                  description="Explicit requirements of the task, one per item (<= 300 chars each).")
+    key_points: list[Annotated[str, Field(max_length=300)]] = Field(
+        min_length=1, max_length=12, description="Explicit requirements of the task, one per item.")
 
 
 class ScreenshotRelevance(BaseModel):

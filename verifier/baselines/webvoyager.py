@@ -26,8 +26,9 @@ DEFAULT_LAST_N = 30
 
 
 class WebVoyagerVerdict(BaseModel):
-    """Reasoning first, then the verdict, so the model commits after thinking."""
+    """Your verdict on the agent's run."""
 
+    # reasoning comes first so the model commits to a verdict only after explaining it
     reasoning: str = Field(max_length=4000, description="Brief justification grounded in the screenshots.")
     verdict: Literal["SUCCESS", "NOT SUCCESS"]
 
