@@ -1,0 +1,167 @@
+"""`cua-verifier score PATH... --judge-url URL --model NAME --out results.jsonl`.
+
+Scores trajectories on disk with the full Universal Verifier pipeline and appends one
+`ScoreRecord` per trajectory to a JSONL log (flushed and fsync'ed per record). A PATH is a
+trajectory (fara or Online-Mind2Web folder, native .json/.jsonl) or a folder of them.
+
+Why resumable: a run is many judge calls and may be interrupted. Re-running the same command
+skips ids already scored (the id is the trajectory's path, plus `#k` inside multi-record files)
+and retries unscored ones. A trajectory that cannot be loaded or verified becomes an `unscored`
+record with its reason; nothing a single trajectory does can lose finished work.
+
+Exit status: 0 all scored, 3 some unscored, 2 bad usage or configuration.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..errors import ConfigError, CuaVerifierError, TrajectoryError
+
+log = logging.getLogger(__name__)
+Item = tuple[str, Callable[[], Any]]  # (id, thunk -> Trajectory)
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("score", help="score trajectories with the Universal Verifier (resumable JSONL)",
+                              description=__doc__.split("\n")[0])
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trajectory folder/file, or a folder of them")
+    p.add_argument("--out", required=True, help="results JSONL (appended to; existing scored ids are skipped)")
+    p.add_argument("--judge-url", help="OpenAI-compatible base URL(s), comma-separated (default: CUA_JUDGE_URL)")
+    p.add_argument("--model", help="judge model name as served (default: CUA_JUDGE_MODEL)")
+    p.add_argument("--config", help="JSON file with VerifierConfig fields (e.g. {\"votes\": 3})")
+    p.add_argument("--votes", type=int, help="V: rescoring runs and outcome votes (odd)")
+    p.add_argument("--top-k", type=int, help="screenshots analysed per criterion")
+    p.add_argument("--concurrency", type=int, default=4, help="trajectories verified at once (default 4)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def iter_items(paths: list[str]) -> Iterator[Item]:
+    """(id, loader) for every trajectory under `paths`; unreadable entries still yield (and fail later)."""
+    from ..loaders import detect_format, load_trajectories, load_trajectory
+
+    for raw in paths:
+        root = Path(raw)
+        try:
+            fmt = detect_format(root)
+            children = [(root, fmt)]
+        except TrajectoryError as exc:
+            if not root.is_dir():
+                yield root.as_posix(), (lambda e=exc: (_ for _ in ()).throw(e))
+                continue
+            children = []
+            for child in sorted(root.iterdir()):
+                try:
+                    children.append((child, detect_format(child)))
+                except TrajectoryError:
+                    log.debug("skipping %s: not a trajectory", child)
+        for child, fmt in children:
+            if child.is_dir():
+                yield child.as_posix(), (lambda c=child: load_trajectory(c))
+            else:
+                for k, traj in enumerate(load_trajectories(child)):
+                    yield f"{child.as_posix()}#{k}", (lambda t=traj: t)
+
+
+def build_config(args: argparse.Namespace) -> Any:
+    from ..config import VerifierConfig
+
+    values: dict[str, Any] = {}
+    if args.config:
+        try:
+            values.update(json.loads(Path(args.config).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read --config {args.config}: {exc}") from exc
+    if args.votes is not None:
+        values["votes"] = args.votes
+    if args.top_k is not None:
+        values["top_k"] = args.top_k
+    try:
+        return VerifierConfig(**values)
+    except ValueError as exc:
+        raise ConfigError(f"invalid verifier configuration: {exc}") from exc
+
+
+def build_judge(args: argparse.Namespace) -> Any:
+    from ..judge import JudgeConfig, make_judge
+
+    overrides: dict[str, Any] = {}
+    if args.judge_url:
+        overrides["base_urls"] = [u.strip() for u in args.judge_url.split(",") if u.strip()]
+    if args.model:
+        overrides["model"] = args.model
+    return make_judge(JudgeConfig.from_env(**overrides))
+
+
+async def score_all(items: Iterator[Item], out: Path, judge: Any, config: Any, *, concurrency: int = 4,
+                    progress: bool = True) -> dict[str, int]:
+    """Score every item whose id is not already scored in `out`; returns this run's counts."""
+    from tqdm.auto import tqdm
+
+    from ..cache import StageCache
+    from ..pipeline import verify
+    from ..records import ResultWriter, ScoreRecord
+
+    writer, cache = ResultWriter(out), StageCache()
+    done = writer.done_ids()
+    todo = []
+    counts = {"scored": 0, "unscored": 0, "skipped": 0}
+    for rid, thunk in items:
+        if rid in done:
+            counts["skipped"] += 1
+        else:
+            todo.append((rid, thunk))
+    bar = tqdm(total=len(todo), disable=not progress, unit="traj", dynamic_ncols=True, desc="scoring")
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(rid: str, thunk: Callable[[], Any]) -> None:
+        async with gate:
+            t0 = time.monotonic()
+            try:
+                traj = await asyncio.to_thread(thunk)
+                result = await verify(traj, config, judge=judge, cache=cache)
+                rec = ScoreRecord(id=rid, status="scored", source=rid, result=result,
+                                  duration_s=time.monotonic() - t0)
+            except CuaVerifierError as exc:
+                rec = ScoreRecord.unscored(rid, exc, source=rid, duration_s=time.monotonic() - t0)
+            except Exception as exc:  # a bug in one trajectory must not lose the others' work
+                log.exception("unexpected error while scoring %s", rid)
+                rec = ScoreRecord.unscored(rid, exc, source=rid, duration_s=time.monotonic() - t0)
+            writer.write(rec)
+            counts[rec.status] += 1
+            bar.update(1)
+            bar.set_postfix(scored=counts["scored"], unscored=counts["unscored"], refresh=False)
+
+    try:
+        await asyncio.gather(*(one(rid, thunk) for rid, thunk in todo))
+    finally:
+        bar.close()
+        writer.close()
+    return counts
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = build_config(args)
+        judge = build_judge(args)
+    except ConfigError as exc:
+        print(f"error: {exc}")
+        return 2
+
+    async def main() -> dict[str, int]:
+        try:
+            return await score_all(iter_items(args.paths), Path(args.out), judge, config,
+                                   concurrency=args.concurrency, progress=not args.no_progress)
+        finally:
+            await judge.aclose()
+
+    counts = asyncio.run(main())
+    print(f"scored {counts['scored']}, unscored {counts['unscored']}, skipped (already scored) "
+          f"{counts['skipped']} -> {args.out}")
+    return 3 if counts["unscored"] else 0
