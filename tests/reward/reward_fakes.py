@@ -36,3 +36,12 @@ class FakeJudge:
 
 def fake_judge():
     return FakeJudge()
+
+
+SCRIPTED = None  # the ScriptedJudge a test installed; scripted_judge() hands it to every loop
+
+
+def scripted_judge():
+    """judge_factory for the real pipeline: the test's shared ScriptedJudge (so requests can be counted)."""
+    assert SCRIPTED is not None, "install reward_fakes.SCRIPTED first"
+    return SCRIPTED

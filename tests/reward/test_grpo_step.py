@@ -55,3 +55,21 @@ def test_grpo_step_judge_failure_is_nan_not_zero(tmp_path, tiny_policy):
     assert log["uv_outcome/failure_rate"] == 1.0 and log["uv_process/failure_rate"] == 1.0
     # all-None rows are unscorable: TRL logs no mean at all (not 0) and trains them with advantage 0
     assert log["rewards/uv_outcome/mean"] is None and log["rewards/uv_process/mean"] is None
+
+
+def test_grpo_steps_with_real_pipeline_one_rubric_per_group(tmp_path, tiny_policy):
+    from verifier.testing import ScriptedJudge
+
+    reward_fakes.SCRIPTED = judge = ScriptedJudge()
+    try:
+        r = make_uv_rewards(RewardSettings(judge_factory=reward_fakes.scripted_judge, strict=True))
+        trainer = run_grpo_smoke([r.process, r.outcome], output_dir=tmp_path, model_dir=tiny_policy,
+                                 max_steps=2, multi_objective_aggregation="normalize_then_sum")
+    finally:
+        reward_fakes.SCRIPTED = None
+    logs = [h for h in trainer.state.log_history if "rewards/uv_outcome/mean" in h]
+    assert [h["rewards/uv_outcome/mean"] for h in logs] == [1.0, 1.0]  # scripted outcome: success
+    assert all(h["uv_outcome/failure_rate"] == 0.0 for h in logs)
+    # 2 steps = 2 groups of 4 rollouts (tasks tiny-0, tiny-1): one rubric per group, one outcome per rollout
+    assert len(judge.requests_for("rubric")) == 2
+    assert len(judge.requests_for("outcome")) == r.process.session.runs <= 8

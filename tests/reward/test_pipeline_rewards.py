@@ -1,0 +1,85 @@
+"""Rewards over the REAL pipeline (verifier.pipeline.verify) with a ScriptedJudge: request counts."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import reward_fakes
+from PIL import Image
+
+from reward import RewardSettings, clear_sessions, make_uv_rewards
+from verifier.errors import JudgeUnavailableError
+from verifier.testing import ScriptedJudge
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    clear_sessions()
+    yield
+    reward_fakes.SCRIPTED = None
+    clear_sessions()
+
+
+def rewards(script=None, **kw):
+    reward_fakes.SCRIPTED = ScriptedJudge(script)
+    return make_uv_rewards(RewardSettings(judge_factory=reward_fakes.scripted_judge, strict=True, **kw))
+
+
+def group(task: str, g: int, *, shared_screen: bool = True):
+    """G rollouts of one prompt; each clicks a different number of times; screens after each click."""
+    prompts, completions = [], []
+    for j in range(g):
+        prompts.append([{"role": "user", "content": [{"type": "image", "image": Image.new("RGB", (8, 8), "white")},
+                                                     {"type": "text", "text": task}]}])
+        msgs = []
+        for k in range(j + 1):
+            msgs.append({"role": "assistant", "content": f"step {k}", "tool_calls": [
+                {"type": "function", "function": {"name": "click", "arguments": {"x": k}}}]})
+            color = (10 * k, 0, 0) if shared_screen else (10 * k, 10 * j, 0)
+            msgs.append({"role": "tool", "name": "click",
+                         "content": [{"type": "image", "image": Image.new("RGB", (8, 8), color)}]})
+        msgs.append({"role": "assistant", "content": f"answer {j}"})
+        completions.append(msgs)
+    return prompts, completions
+
+
+async def test_process_and_outcome_share_one_pipeline_run_per_rollout():
+    r = rewards()
+    prompts, completions = group("Find the cheapest flight", 4)
+    proc, outc = await asyncio.gather(r.process(prompts, completions), r.outcome(prompts, completions))
+    judge = reward_fakes.SCRIPTED
+    assert outc == [1.0] * 4 and all(p is not None and 0.0 <= p <= 1.0 for p in proc)
+    assert len(judge.requests_for("outcome")) == 4  # one outcome call per rollout, not per reward
+    assert len(judge.requests_for("rubric")) == 1  # group awareness: one rubric for the G rollouts
+    assert r.process.session.runs == 4
+
+
+async def test_rubric_once_per_task_across_groups_and_identical_screens_analysed_once():
+    r = rewards()
+    p1, c1 = group("Task one", 3)
+    p2, c2 = group("Task two", 3)
+    await r.outcome(p1 + p2, c1 + c2)
+    judge = reward_fakes.SCRIPTED
+    assert len(judge.requests_for("rubric")) == 2
+    # each task's 3 rollouts show 2 + 3 + 4 = 9 screenshots but only 4 distinct ones (white initial
+    # page, then the k-th screen): relevance rows are cached per (rubric, image hash), and the scripted
+    # rubric is the same for both tasks (same screens too), so 4 rows serve all 18 screenshots
+    assert len(judge.requests_for("relevance")) == 4
+
+
+async def test_rubric_failure_gives_none_for_every_rollout_and_logs_failure_rate():
+    r = rewards({"rubric": JudgeUnavailableError("connection refused", stage="rubric")})
+    metrics = {}
+    prompts, completions = group("Find the cheapest flight", 3)
+    out = await r.outcome(prompts, completions, log_metric=lambda k, v: metrics.setdefault(k, v))
+    assert out == [None, None, None]
+    assert metrics["uv_outcome/failure_rate"] == 1.0
+
+
+async def test_outcome_failure_verdict_is_zero_not_none():
+    r = rewards({"outcome": {"primary_intent": "x", "reasoning": "wrong flight", "success": False}})
+    prompts, completions = group("Find the cheapest flight", 2)
+    extra = {}
+    out = await r.outcome(prompts, completions, log_extra=lambda c, v: extra.setdefault(c, v))
+    assert out == [0.0, 0.0]
+    assert extra["uv_outcome/outcome_reasoning"] == ["wrong flight", "wrong flight"]
