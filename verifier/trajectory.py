@@ -191,7 +191,12 @@ class Screenshot(BaseModel):
         return self._sha
 
     def image(self, *, max_pixels: int = MAX_SCREENSHOT_PIXELS) -> Image.Image:
-        """Decode (once) with a pixel-count guard checked *before* the full decode."""
+        """Decode, with a pixel-count guard checked *before* the full decode.
+
+        Encoded sources are decoded on every call and the pixels are not kept: a 100-step run of
+        full-HD screenshots would otherwise hold ~0.6 GB of pixels per trajectory in a GRPO batch. The encoded
+        bytes are kept, and the judge client encodes once per content hash.
+        """
         if self._pil is not None:
             self._check_pixels(*self._pil.size, max_pixels)
             return self._pil
@@ -204,7 +209,6 @@ class Screenshot(BaseModel):
             raise
         except (OSError, ValueError, Image.DecompressionBombError) as exc:
             raise ScreenshotError(f"cannot decode screenshot: {exc}", file=self.path) from exc
-        self._pil = img
         return img
 
     def _check_pixels(self, w: int, h: int, max_pixels: int) -> None:
