@@ -6,8 +6,9 @@ action). Screenshot 0 is the initial page and screenshot i the page after action
 real sample: the cookie banner disappears in the screenshot after the "accept" click), so screenshot i
 is "before step i+1" and the last one is the final page (`step=n, timing="after"`).
 
-The format has no abort flag and no "no answer" marker: an empty or missing
-`final_result_response` is read as "never answered".
+The format has no abort flag, no stop action and no "no answer" marker: an empty or missing
+`final_result_response` is read as "never answered", and such a run's status as
+`step_budget_exhausted` (it did not stop with an answer).
 """
 from __future__ import annotations
 
