@@ -30,7 +30,7 @@ class Verdict(BaseModel):
 
     success: bool
     label: Literal["yes", "no"]
-    score: float = Field(ge=0.0, le=1.0)
+    score: int = Field(ge=0, le=100)
     criteria: list[Criterion] = Field(max_length=5)
     note: str | None = Field(default=None, max_length=40)
 
@@ -71,10 +71,11 @@ def test_unbounded_fields_are_reported_and_warned(caplog):
         text: str
         tags: list[str] = Field(max_length=3)
         n: int = Field(ge=0)
+        p: float = Field(ge=0.0, le=1.0)  # digits stay unbounded despite the range
 
     with caplog.at_level(logging.WARNING, logger="cua_verifier.judge"):
         schema = json_schema_for(Loose)
-    assert unbounded_paths(schema) == ["$.text", "$.tags[]", "$.n"]
+    assert unbounded_paths(schema) == ["$.text", "$.tags[]", "$.n", "$.p"]
     assert "unbounded" in caplog.text and "$.text" in caplog.text
 
 
@@ -89,7 +90,7 @@ def test_schema_name_is_api_safe():
     assert schema_name(weird) == "My_Model_"
 
 
-GOOD = {"success": True, "label": "yes", "score": 0.5, "criteria": [{"title": "t", "default": 1}], "note": None}
+GOOD = {"success": True, "label": "yes", "score": 50, "criteria": [{"title": "t", "default": 1}], "note": None}
 
 
 def test_parse_valid_reply():
@@ -116,7 +117,7 @@ def test_parse_errors_carry_model_facing_feedback():
     with pytest.raises(ReplyParseError) as err:
         parse_reply("{not json", Verdict)
     assert "not valid JSON" in err.value.feedback and "line 1" in err.value.feedback
-    bad = dict(GOOD, score=7, label="maybe")
+    bad = dict(GOOD, score=700, label="maybe")
     with pytest.raises(ReplyParseError) as err:
         parse_reply(json.dumps(bad), Verdict)
     assert "score" in err.value.feedback and "label" in err.value.feedback

@@ -101,7 +101,12 @@ def _close(node: Any) -> Any:
 
 
 def unbounded_paths(schema: dict[str, Any], path: str = "$") -> list[str]:
-    """Paths of strings without maxLength/enum, arrays without maxItems, numbers without a range."""
+    """Paths whose length constrained decoding cannot bound.
+
+    Strings without maxLength/enum, arrays without maxItems, integers without a range, and every
+    float: on vLLM (guidance backend) a random-weight judge answered a ``confidence`` in [0, 1] with
+    ``1.000...`` until max_tokens. Prefer bounded integers (e.g. 0-100) for scores.
+    """
     found: list[str] = [path] if _unbounded(schema) else []
     for name, sub in schema.get("properties", {}).items():
         found += unbounded_paths(sub, f"{path}.{name}")
@@ -121,7 +126,9 @@ def _unbounded(schema: dict[str, Any]) -> bool:
         return "maxLength" not in keys
     if kind == "array":
         return "maxItems" not in keys
-    if kind in ("integer", "number"):
+    if kind == "number":  # a range bounds the value, not the digits: "1.000000..." is in [0, 1]
+        return True
+    if kind == "integer":
         return not ({"maximum", "exclusiveMaximum"} & keys and {"minimum", "exclusiveMinimum"} & keys)
     return False
 
