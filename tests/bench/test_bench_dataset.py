@@ -26,7 +26,9 @@ def test_join_labels_and_stored_verdicts(bench_dir):
     assert lab.blind_median_process_score == pytest.approx(0.5)
     uv = next(v for v in tasks[1].stored_verdicts() if v.verifier.startswith("uv"))
     assert uv.outcome_success is True and uv.process_score == pytest.approx(0.85)
-    assert len(tasks[0].row["screenshots"]) == 2 and tasks[0].row["screenshots"][0]["bytes"][:4] == b"\x89PNG"
+    assert "screenshots" not in tasks[0].row  # fetched on demand
+    shots = tasks[0].full_row()["screenshots"]
+    assert len(shots) == 2 and shots[0]["bytes"][:4] == b"\x89PNG"
 
 
 def test_stored_uv_agreement_on_fixture(bench_dir):
@@ -39,7 +41,7 @@ def test_stored_uv_agreement_on_fixture(bench_dir):
 
 def test_internal_split_and_majority_fallback(bench_dir):
     (task,) = load_split("internal", data_dir=bench_dir)
-    assert task.row["screenshots"] == [] and len(task.annotations) == 1
+    assert task.full_row()["screenshots"] == [] and len(task.annotations) == 1
     # no stored majority vote: derived from the single UV-blind annotation ("Success")
     assert task.labels.blind_majority_outcome is True
 
@@ -69,3 +71,22 @@ def test_rows_become_trajectories(bench_dir):
     assert traj.final_answer == "answer for Maps--cccc3333"
     assert traj.screenshots[0].image().size == (32, 20)
     assert "final_human_outcome_label" not in traj.to_json()  # labels never reach the verifier
+
+
+def test_hub_path_with_stubbed_datasets(bench_dir, monkeypatch):
+    """The hub branch (no network here): right repo/config/split/revision, images kept as bytes."""
+    import datasets
+
+    calls = []
+
+    def fake_load(repo, config, split, revision):
+        calls.append((repo, config, split, revision))
+        return datasets.Dataset.from_parquet(str(next((bench_dir / config).glob(f"{split}-*.parquet"))))
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load)
+    tasks = load_split(BB)
+    assert calls == [("microsoft/CUAVerifierBench", c, BB, REVISION) for c in ("trajectories", "annotations")]
+    assert [t.task_id for t in tasks] == ["Shop--aaaa1111", "Shop--bbbb2222", "Maps--cccc3333"]
+    shot = tasks[0].full_row()["screenshots"][0]
+    assert isinstance(shot, dict) and shot["bytes"][:4] == b"\x89PNG"  # not decoded to PIL
+    assert len(tasks[0].annotations) == 2 and tasks[0].trajectory().screenshots[1].image().size == (32, 20)

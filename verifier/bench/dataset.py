@@ -16,7 +16,7 @@ Rows are plain dicts; converting one to a `Trajectory` is the loaders' job (`Ben
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,7 +68,16 @@ class BenchTask:
     task_id: str
     split: str
     row: dict[str, Any]
+    """Every column except `screenshots` (labels and verdicts are read from here)."""
     annotations: list[dict[str, Any]] = field(default_factory=list)
+    screenshots_fn: Callable[[], list[Any]] | None = None
+    """Fetches this row's screenshots on demand, so a split is not held in memory as Python bytes."""
+
+    def full_row(self) -> dict[str, Any]:
+        """The row with its screenshots (encoded image dicts, bytes or PIL images)."""
+        if self.screenshots_fn is None:
+            return self.row
+        return {**self.row, "screenshots": self.screenshots_fn()}
 
     @property
     def labels(self) -> HumanLabels:
@@ -97,7 +106,7 @@ class BenchTask:
         """The row as a `Trajectory`, via the foundation's CUAVerifierBench loader."""
         from ..loaders.cuavb import load_cuavb_row
 
-        return load_cuavb_row(self.row, source=f"CUAVerifierBench {self.split}/{self.task_id}")
+        return load_cuavb_row(self.full_row(), source=f"CUAVerifierBench {self.split}/{self.task_id}")
 
 
 # ---- reading ------------------------------------------------------------------------------------
@@ -114,7 +123,24 @@ def _local_files(root: Path, config: str, split: str) -> list[Path]:
     return hits
 
 
-def _read_local(root: Path, config: str, split: str) -> list[dict[str, Any]]:
+Rows = list[tuple[dict[str, Any], Callable[[], list[Any]] | None]]
+
+
+def _split_rows(table: Any, column_getter: Callable[[int], list[Any]] | None) -> Rows:
+    """(row without screenshots, lazy screenshot getter) per row of an arrow-like table."""
+    import pyarrow as pa
+
+    names = [c for c in table.column_names if c != "screenshots"]
+    if isinstance(table, pa.Table):
+        light = table.select(names).to_pylist()
+    else:  # a datasets.Dataset
+        light = [dict(r) for r in table.remove_columns([c for c in table.column_names if c not in names])]
+    if column_getter is None:
+        return [(r, None) for r in light]
+    return [(r, (lambda i=i: column_getter(i))) for i, r in enumerate(light)]
+
+
+def _read_local(root: Path, config: str, split: str) -> Rows:
     import pyarrow.parquet as pq
 
     files = _local_files(root, config, split)
@@ -122,24 +148,27 @@ def _read_local(root: Path, config: str, split: str) -> list[dict[str, Any]]:
         if config == "annotations":
             return []  # optional: labels still come from the trajectories rows
         raise FileNotFoundError(f"no parquet files for config {config!r} split {split!r} under {root}")
-    rows: list[dict[str, Any]] = []
+    rows: Rows = []
     for f in files:
-        rows.extend(pq.read_table(f).to_pylist())
+        table = pq.read_table(f)  # arrow buffers; Python bytes are made per task, on demand
+        shots = table.column("screenshots") if "screenshots" in table.column_names else None
+        rows += _split_rows(table, None if shots is None else (lambda i, c=shots: c[i].as_py() or []))
     return rows
 
 
-def _read_hub(config: str, split: str, revision: str) -> list[dict[str, Any]]:
+def _read_hub(config: str, split: str, revision: str) -> Rows:
     try:
         import datasets
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("loading from the hub needs `pip install cua-verifier[bench]` (datasets)") from exc
     ds = datasets.load_dataset(REPO_ID, config, split=split, revision=revision)
-    if "screenshots" in ds.features:  # keep images as encoded bytes: decode only when a judge needs them
-        feat = ds.features["screenshots"]
-        inner = getattr(feat, "feature", None)
-        if inner is not None and isinstance(inner, datasets.Image):
-            ds = ds.cast_column("screenshots", type(feat)(datasets.Image(decode=False)))
-    return [dict(r) for r in ds]
+    if "screenshots" not in ds.features:
+        return _split_rows(ds, None)
+    feat = ds.features["screenshots"]
+    inner = getattr(feat, "feature", None)
+    if inner is not None and isinstance(inner, datasets.Image):  # keep encoded bytes: decode only if judged
+        ds = ds.cast_column("screenshots", type(feat)(datasets.Image(decode=False)))
+    return _split_rows(ds, lambda i: ds[i]["screenshots"] or [])
 
 
 def load_split(split: str, *, data_dir: str | Path | None = None, revision: str = REVISION,
@@ -153,16 +182,17 @@ def load_split(split: str, *, data_dir: str | Path | None = None, revision: str 
     else:
         trajs, anns = _read_hub("trajectories", split, revision), _read_hub("annotations", split, revision)
     by_task: dict[str, list[dict[str, Any]]] = {}
-    for a in anns:
+    for a, _ in anns:
         by_task.setdefault(str(a["task_id"]), []).append(a)
     tasks, seen = [], set()
-    for r in trajs:
+    for r, shots in trajs:
         tid = str(r["task_id"])
         if tid in seen:
             raise ValueError(f"duplicate task_id {tid!r} in trajectories/{split}")
         seen.add(tid)
         if task_ids is None or tid in task_ids:
-            tasks.append(BenchTask(task_id=tid, split=split, row=r, annotations=by_task.get(tid, [])))
+            tasks.append(BenchTask(task_id=tid, split=split, row=r, annotations=by_task.get(tid, []),
+                                   screenshots_fn=shots))
     orphans = set(by_task) - seen
     if orphans:
         raise ValueError(f"{len(orphans)} annotation task_id(s) have no trajectory, e.g. {min(orphans)!r}")
