@@ -60,12 +60,12 @@ class StageCache:
         self.misses += 1
         task = loop.create_task(factory())
         self._inflight[fk] = task
-        try:
-            value = await asyncio.shield(task)
-        finally:
-            if task.done():
-                self._inflight.pop(fk, None)
-        self._done[k] = value
-        while len(self._done) > self.max_entries:
-            self._done.popitem(last=False)
-        return value, False
+
+        def finish(t: asyncio.Task) -> None:  # runs even if every awaiting caller was cancelled
+            self._inflight.pop(fk, None)
+            if not t.cancelled() and t.exception() is None:
+                self._done[k] = t.result()
+                while len(self._done) > self.max_entries:
+                    self._done.popitem(last=False)
+        task.add_done_callback(finish)
+        return await asyncio.shield(task), False

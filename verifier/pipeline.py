@@ -72,7 +72,7 @@ async def _relevance_and_evidence(r: Run, hash_groups: dict[str, list[int]], d0:
     reps = representatives(hash_groups)  # number -> hash
     order = sorted(reps)
     batches = [tuple(order[i:i + cfg.relevance_batch_size]) for i in range(0, len(order), cfg.relevance_batch_size)]
-    tasks = {asyncio.create_task(relevance.score(r, b, tuple(reps[n] for n in b), d0 + 1)): b for b in batches}
+    tasks = {r.spawn(relevance.score(r, b, tuple(reps[n] for n in b), d0 + 1)): b for b in batches}
     known: dict[int, dict[str, int]] = {}
     pending, started, ev_tasks, row_depth = set(order), set(), [], d0
     kw = dict(k=cfg.top_k, prune=cfg.prune, min_relevance=cfg.min_relevance)
@@ -95,7 +95,7 @@ async def _relevance_and_evidence(r: Run, hash_groups: dict[str, list[int]], d0:
             started.add(n)
             if cids:
                 same = [m for m in hash_groups[reps[n]] if m != n]
-                ev_tasks.append(asyncio.create_task(
+                ev_tasks.append(r.spawn(
                     _soft(r, evidence.STAGE, evidence.analyse(r, n, cids, same, row_depth + 1))))
     found = [ev for got in await asyncio.gather(*ev_tasks) if got for ev in got]
     groups = group(known, ids, **kw)
@@ -113,21 +113,30 @@ async def verify(trajectory: Trajectory, config: VerifierConfig | None = None, *
         judge: any `Judge` (OpenAICompatJudge, ScriptedJudge, ...).
         cache: share one StageCache across calls (e.g. a GRPO group) to reuse rubric and relevance rows.
     """
-    cfg, started_at = config or VerifierConfig(), time.perf_counter()
-    r = Run(trajectory, cfg, judge, cache if cache is not None else StageCache())
+    r = Run(trajectory, config or VerifierConfig(), judge, cache if cache is not None else StageCache())
+    try:
+        return await _verify(r, time.perf_counter())
+    finally:
+        for task in r.background:
+            if not task.done():
+                task.cancel()
+
+
+async def _verify(r: Run, started_at: float) -> VerificationResult:
+    trajectory, cfg = r.traj, r.cfg
     r.rubric, d0 = await rubric.run(r)
     r.shared = shared_context(trajectory, cfg, r.rubric)
     rb, ids = r.rubric, r.rubric.ids()
     hash_groups = trajectory.distinct_screenshots()
 
-    action_task = asyncio.create_task(_soft(r, action_scoring.STAGE, action_scoring.run(r, d0 + 1)))
+    action_task = r.spawn(_soft(r, action_scoring.STAGE, action_scoring.run(r, d0 + 1)))
     known, groups, found, d_ev = await _relevance_and_evidence(r, hash_groups, d0)
     action: ActionScores | None = await action_task
     d_ev = max(d_ev, d0 + 1)
     ev_by = evidence.by_criterion(found)
     ev_text = evidence.render(rb, ev_by)
 
-    side_task = asyncio.create_task(_soft(r, side_effects.STAGE, side_effects.run(r, ev_text, d_ev + 1)))
+    side_task = r.spawn(_soft(r, side_effects.STAGE, side_effects.run(r, ev_text, d_ev + 1)))
     status, d_cond = await conditions.run(r, ev_by, action, ev_text, d_ev + 1)
     applies = {c.id: status.get(c.id, (True, "none"))[0] for c in rb.criteria}
     applicable = tuple(cid for cid in ids if applies[cid])
@@ -177,6 +186,7 @@ async def verify(trajectory: Trajectory, config: VerifierConfig | None = None, *
     forced = side_effects.forced_failures(effects)
     success = outcome_success(votes, forced_failure=bool(forced))
     chosen = next((v for v in ok if v.success == success), ok[0])
+    reasoning = (f"[forced failure: {'; '.join(forced)}] " if forced else "") + chosen.reasoning
 
     penalties = [PenaltyResult(**p.model_dump()) for p in (effects.penalties if effects else [])]
     total_max = sum(c.max_points for c in rb.criteria if applies[c.id])
@@ -207,7 +217,7 @@ async def verify(trajectory: Trajectory, config: VerifierConfig | None = None, *
         process_success=process_success(score, cfg.process_threshold), action_only_score=action_score,
         hallucination_suspected=hallucination_suspected(action_score, before, gap=cfg.hallucination_gap),
         rescoring_scores=run_scores, outcome_success=success, outcome_votes=votes,
-        outcome_reasoning=chosen.reasoning, primary_intent=chosen.primary_intent, nitpicks=chosen.nitpicks,
+        outcome_reasoning=reasoning, primary_intent=chosen.primary_intent, nitpicks=chosen.nitpicks,
         critical_issues=chosen.critical_issues,
         critical_point_violation=bool(effects and effects.critical_point_violation), forced_failure=forced,
         criteria=table, penalties=penalties, side_effects_reasoning=effects.reasoning if effects else "",
@@ -248,7 +258,7 @@ def _criteria(r: Run, status, applies, earned, action, action_earned, canonical,
             justification=n.justification if n else ("" if applies[c.id] else "condition not met"),
             reality_notes=n.reality_notes if n else "",
             evidence_tag=n.evidence_tag.value if n else "no_evidence",
-            evidence_screenshots=list(n.evidence_screenshots) if n else [],
+            evidence_screenshots=[k for k in n.evidence_screenshots if k <= len(r.traj.screenshots)] if n else [],
             evidence=[EvidenceRecord(screenshots=list(e.screenshots), visible=e.item.visible,
                                      claims_check=e.item.claims_check, discrepancies=e.item.discrepancies,
                                      blocker_visible=e.item.blocker_visible,

@@ -143,3 +143,30 @@ async def test_result_is_json_round_trippable(traj4):
     assert res.schema_version == "1.0" and res.models == ["scripted-judge"]
     assert {"rubric", "context", "principles.untrusted", "outcome"} <= {p.id for p in res.prompts}
     assert all(len(p.sha256) == 64 for p in res.prompts)
+
+
+async def test_forced_failure_is_explained_in_the_reasoning():
+    judge = ScriptedJudge({"side_effects": {"reasoning": "r", "penalties": [
+        {"name": "newsletter sign-up", "description": "d", "points": 1}]}})
+    res = await verify(make_traj(2), judge=judge)
+    assert res.outcome_reasoning.startswith("[forced failure: unsolicited side effect: newsletter sign-up]")
+
+
+async def test_bugs_are_not_swallowed_as_degradation():
+    def broken(m, o):
+        raise RuntimeError("bug in a stage")
+    with pytest.raises(RuntimeError):
+        await verify(make_traj(2), judge=ScriptedJudge({"evidence": broken}))
+
+
+def test_verify_sync_and_vote_sampling_keeps_judge_max_tokens():
+    from verifier.judge.base import Sampling
+    from verifier.pipeline import verify_sync
+
+    judge = ScriptedJudge()
+    judge.config = type("Cfg", (), {"sampling": Sampling(max_tokens=7777)})()
+    res = verify_sync(make_traj(2), VerifierConfig(votes=3), judge=judge)
+    assert res.outcome_success is True and len(res.outcome_votes) == 3
+    s = judge.requests_for("rescoring")[0].sampling
+    assert (s.max_tokens, s.temperature) == (7777, 0.7)
+    assert judge.requests_for("rubric")[0].sampling is None  # single calls keep the judge's own sampling

@@ -148,3 +148,16 @@ def test_conditions_fall_back_to_action_then_judge():
     assert decided == {"c4": (False, "action")} and undecided == ["c2", "c3"]
     both = conditions.fallback(_rubric(), ["c2", "c3"], {"c2": True, "c3": True}, "judge")
     assert both == {"c2": (True, "default"), "c3": (False, "default")}  # repaired to exactly one
+
+
+async def test_cache_keeps_a_result_whose_caller_was_cancelled():
+    cache = StageCache()
+
+    async def slow():
+        await asyncio.sleep(0.02)
+        return "row"
+    caller = asyncio.ensure_future(cache.get_or_compute("ns", "k", slow))
+    await asyncio.sleep(0.005)
+    caller.cancel()
+    await asyncio.sleep(0.04)
+    assert await cache.get_or_compute("ns", "k", slow) == ("row", True)

@@ -8,6 +8,7 @@ degrade (`Run.degrade`) or must stop.
 """
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Iterable, TypeVar
 
@@ -73,6 +74,13 @@ class Run:
     ledger: Ledger = field(default_factory=Ledger)
     rubric: Rubric | None = None
     shared: str = ""  # shared prompt prefix (task, rubric, history, final answer)
+    background: list[asyncio.Task] = field(default_factory=list)
+
+    def spawn(self, coro: Any) -> asyncio.Task:
+        """Start a concurrent stage call; `verify` cancels whatever is left if the run fails."""
+        task = asyncio.ensure_future(coro)
+        self.background.append(task)
+        return task
 
     async def ask(self, stage: str, template: str, output_model: type[T], *, depth: int,
                   per_call: str = "", images: Iterable[ImagePart] = (), shared: str | None = None,
@@ -99,4 +107,6 @@ class Run:
         """Independent votes need sampling diversity; V=1 keeps the judge's own sampling."""
         if self.cfg.votes == 1:
             return None
-        return Sampling(temperature=self.cfg.vote_temperature, seed=1000 + i)
+        base = getattr(getattr(self.judge, "config", None), "sampling", None)
+        base = base if isinstance(base, Sampling) else Sampling()  # keep the judge's max_tokens/top_p
+        return base.model_copy(update={"temperature": self.cfg.vote_temperature, "seed": 1000 + i})
