@@ -15,7 +15,8 @@ import asyncio
 import hashlib
 import json
 from collections import OrderedDict
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 

@@ -17,7 +17,7 @@ nothing is pending it agrees with `select` exactly (tested).
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 HIGH, LOW = 7, 5  # pruning thresholds: "above 7" and "below 5"
 

@@ -29,13 +29,35 @@ from .errors import JudgeError
 from .grouping import decided, group, invert, representatives
 from .judge.base import Judge
 from .rendering import shared_context
-from .result import (CriterionResult, EvidenceRecord, PenaltyResult, RelevanceResult, UsageSummary,
-                     VerificationResult)
+from .result import (
+    CriterionResult,
+    EvidenceRecord,
+    PenaltyResult,
+    RelevanceResult,
+    UsageSummary,
+    VerificationResult,
+)
 from .schemas import ActionScores, Rescoring, SideEffects
-from .scoring import (apply_penalties, hallucination_suspected, median, median_index, outcome_success,
-                      process_success, rubric_score)
-from .stages import (action_scoring, conditions, diagnosis, evidence, outcome, relevance, rescoring, rubric,
-                     side_effects)
+from .scoring import (
+    apply_penalties,
+    hallucination_suspected,
+    median,
+    median_index,
+    outcome_success,
+    process_success,
+    rubric_score,
+)
+from .stages import (
+    action_scoring,
+    conditions,
+    diagnosis,
+    evidence,
+    outcome,
+    relevance,
+    rescoring,
+    rubric,
+    side_effects,
+)
 from .stages.base import Run
 from .trajectory import Trajectory
 
@@ -75,7 +97,7 @@ async def _relevance_and_evidence(r: Run, hash_groups: dict[str, list[int]], d0:
     tasks = {r.spawn(relevance.score(r, b, tuple(reps[n] for n in b), d0 + 1)): b for b in batches}
     known: dict[int, dict[str, int]] = {}
     pending, started, ev_tasks, row_depth = set(order), set(), [], d0
-    kw = dict(k=cfg.top_k, prune=cfg.prune, min_relevance=cfg.min_relevance)
+    kw = {"k": cfg.top_k, "prune": cfg.prune, "min_relevance": cfg.min_relevance}
     while tasks:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for t in done:

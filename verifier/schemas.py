@@ -53,7 +53,7 @@ class RubricDraft(_Out):
     self_audit: Text = Field(description="Phantom criteria, overlaps, dependencies, double penalties checked.")
 
     @model_validator(mode="after")
-    def _anchored(self) -> "RubricDraft":
+    def _anchored(self) -> RubricDraft:
         # Some criterion must always apply, or the process score could have an empty denominator.
         if not any(c.condition is None or c.exclusive_group for c in self.criteria):
             raise ValueError("at least one criterion must be unconditional or in an exclusive group")
@@ -83,7 +83,7 @@ class Rubric(BaseModel):
     self_audit: str = ""
 
     @classmethod
-    def from_draft(cls, draft: RubricDraft) -> "Rubric":
+    def from_draft(cls, draft: RubricDraft) -> Rubric:
         crits = [Criterion(id=f"c{i}", name=d.name, description=d.description, max_points=d.max_points,
                            condition=d.condition or None,
                            exclusive_group=d.exclusive_group if d.condition else None)
@@ -282,7 +282,7 @@ def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...
                            screenshot=(Literal[screenshots], ...),  # type: ignore[valid-type]
                            scores=(list[score], Field(min_length=len(ids), max_length=len(ids))))
 
-        def _v(self):  # noqa: ANN001
+        def _v(self):
             _check(self.rows, "screenshot", screenshots)
             for r in self.rows:
                 _check(r.scores, "criterion_id", ids)
@@ -293,7 +293,7 @@ def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...
                      ActionScores: ActionScore, Rescoring: RescoreItem}[base]
         item = create_model(item_base.__name__ + "For", __base__=item_base, criterion_id=(Cid, ...))
 
-        def _v(self):  # noqa: ANN001
+        def _v(self):
             _check(self.items, "criterion_id", ids)
             return self
         fields = {"items": (list[item], Field(min_length=len(ids), max_length=len(ids)))}

@@ -16,8 +16,9 @@ V votes where a tie or an invalid vote (None) never counts as success.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 PenaltyMode = Literal["fraction", "dilute"]
 

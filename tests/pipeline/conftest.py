@@ -1,6 +1,5 @@
 """Fixtures for pipeline tests (helpers live in pipeline_helpers.py)."""
 import pytest
-
 from pipeline_helpers import make_traj
 
 

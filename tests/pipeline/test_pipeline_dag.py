@@ -3,8 +3,8 @@ import asyncio
 import math
 
 import pytest
-
 from pipeline_helpers import make_traj, relevance_by, rubric_answer, shot_of
+
 from verifier.cache import StageCache
 from verifier.config import VerifierConfig
 from verifier.errors import JudgeInvalidOutputError, JudgeUnavailableError
@@ -84,7 +84,7 @@ async def test_topk_ties_and_pruning_end_to_end():
 
 
 async def test_evidence_streams_before_all_relevance_rows_arrive():
-    slow = lambda msgs: 0.3 if shot_of(msgs) == 1 else 0.0  # noqa: E731
+    slow = lambda msgs: 0.3 if shot_of(msgs) == 1 else 0.0
     judge = ScriptedJudge(delays={"relevance": slow})
     await verify(make_traj(4), judge=judge)
     slow_row = next(r for r in judge.requests_for("relevance") if shot_of(r.messages) == 1)

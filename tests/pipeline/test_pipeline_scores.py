@@ -1,13 +1,12 @@
 """Pipeline behaviour with a scripted judge: conditions, penalties, overrides, votes."""
 import pytest
+from pipeline_helpers import make_traj, rescore, rubric_answer
 
 from verifier.config import VerifierConfig
 from verifier.errors import JudgeInvalidOutputError
 from verifier.pipeline import verify
 from verifier.result import VerificationResult
 from verifier.testing import ScriptedJudge
-
-from pipeline_helpers import make_traj, rescore, rubric_answer
 
 GROUPED = rubric_answer([
     {"name": "Find the mouse", "description": "full/partial/zero", "max_points": 6},

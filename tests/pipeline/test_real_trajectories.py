@@ -1,7 +1,7 @@
 """The two real sample formats scored end to end with the scripted judge."""
 import pytest
-
 from pipeline_helpers import relevance_by, shot_of
+
 from verifier.config import VerifierConfig
 from verifier.pipeline import expected_calls, verify
 from verifier.result import VerificationResult

@@ -3,8 +3,7 @@ import json
 
 import pytest
 
-from verifier.cli import main
-from verifier.cli import score_cmd
+from verifier.cli import main, score_cmd
 from verifier.errors import JudgeUnavailableError
 from verifier.testing import ScriptedJudge
 

@@ -3,8 +3,19 @@ import math
 
 import pytest
 
-from verifier.scoring import (CriterionPoints as P, apply_penalties, clamp, hallucination_suspected, majority,
-                              median, median_index, outcome_success, process_success, rubric_score, totals)
+from verifier.scoring import CriterionPoints as P
+from verifier.scoring import (
+    apply_penalties,
+    clamp,
+    hallucination_suspected,
+    majority,
+    median,
+    median_index,
+    outcome_success,
+    process_success,
+    rubric_score,
+    totals,
+)
 
 
 def test_eq1_sums_applicable_only():

@@ -2,14 +2,23 @@
 import asyncio
 
 import pytest
+from pipeline_helpers import make_traj
 from pydantic import ValidationError
 
-from pipeline_helpers import make_traj
 from verifier.cache import StageCache, key_of
 from verifier.config import VerifierConfig
 from verifier.rendering import defuse, elide, fence, render_history, render_rubric
-from verifier.schemas import (ActionScores, ConditionVerdict, EvidenceBatch, EvidenceItem, ErrorCode, Rescoring,
-                              Rubric, RubricDraft, category_of, for_call)
+from verifier.schemas import (
+    ActionScores,
+    ConditionVerdict,
+    ErrorCode,
+    EvidenceItem,
+    Rescoring,
+    Rubric,
+    RubricDraft,
+    category_of,
+    for_call,
+)
 from verifier.stages import conditions
 from verifier.stages.evidence import Evidence
 from verifier.trajectory import Step, Task, Trajectory

@@ -18,8 +18,9 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..errors import ConfigError, CuaVerifierError, TrajectoryError
 

@@ -8,8 +8,8 @@ read (they also see the final screenshots themselves).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..rendering import fence, image_part
 from ..schemas import EvidenceBatch, EvidenceItem, Rubric, for_call

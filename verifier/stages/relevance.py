@@ -7,7 +7,7 @@ scored once and the row is copied to every screenshot number sharing the hash.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..cache import key_of
 from ..rendering import image_part, shared_context

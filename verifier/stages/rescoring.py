@@ -8,7 +8,7 @@ points are clamped to [0, max] in code. The process score is the median over run
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..judge.base import ImagePart
 from ..rendering import image_part
