@@ -108,7 +108,7 @@ class ScriptedServer:
                               "total_tokens": action.get("prompt_tokens", 10) + action.get("completion_tokens", 5)}}
             else:
                 payload = {"error": {"message": f"scripted {code}", "type": "server_error", "code": code}}
-            data = json.dumps(payload).encode()
+            data = action["raw"].encode() if "raw" in action else json.dumps(payload).encode()
             handler.send_response(code)
             handler.send_header("Content-Type", "application/json")
             handler.send_header("Content-Length", str(len(data)))

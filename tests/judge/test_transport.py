@@ -155,3 +155,12 @@ async def test_api_key_sent_in_header_but_never_logged(server, monkeypatch, capl
     assert "judge call stage=s" in caplog.text  # the debug line per call exists...
     assert "sk-loopback-secret" not in caplog.text  # ...and nothing logged the key
     await judge.aclose()
+
+
+async def test_non_json_http_body_is_a_typed_error(server):
+    server.default = ok("", raw="<html>login page of some proxy</html>")
+    judge = make_judge(fast_config(server.url))
+    with pytest.raises(JudgeUnavailableError, match="malformed HTTP response") as err:
+        await judge.complete(MSGS, Answer, stage="outcome")
+    assert err.value.usage.attempts == 1
+    await judge.aclose()

@@ -190,6 +190,10 @@ class OpenAICompatJudge:
         """Transport layer call, with SDK errors mapped to our typed errors."""
         try:
             return await self._pool.send(request, tally, stage=stage)
+        except ValueError as exc:  # a 200 whose body is not JSON: a proxy page, a wrong URL
+            raise JudgeUnavailableError(
+                f"malformed HTTP response from the judge endpoint (not an OpenAI-compatible server?): {exc}",
+                stage=stage, last_reply=last_raw, usage=_usage(tally)) from exc
         except openai.APIError as exc:
             if is_transient(exc):
                 raise JudgeUnavailableError(
