@@ -17,6 +17,7 @@ nothing is pending it agrees with `select` exactly (tested).
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 
 HIGH, LOW = 7, 5  # pruning thresholds: "above 7" and "below 5"
@@ -52,6 +53,37 @@ def invert(groups: Mapping[str, Sequence[int]], ids: Sequence[str]) -> dict[int,
     return dict(sorted(out.items()))
 
 
+def decide_all(shots: Iterable[int], matrix: Matrix, pending: Iterable[int], ids: Sequence[str], *,
+               k: int = 5, prune: bool = True, min_relevance: int = 1) -> dict[int, list[str] | None]:
+    """`decided` for many screenshots at once, in O(M N log M) (the pipeline calls it per arriving row)."""
+    pending = set(pending) - set(matrix)  # a known row is not pending
+    last_pending, n_pending = max(pending, default=0), len(pending)
+    ranked = {cid: sorted(_key(matrix, t, cid) for t in matrix) for cid in ids}  # ascending
+    last_high = {cid: max((t for t in matrix if matrix[t][cid] > HIGH), default=0) for cid in ids}
+    out: dict[int, list[str] | None] = {}
+    for shot in shots:
+        got: list[str] | None = []
+        for cid in ids:
+            score = matrix[shot][cid]
+            if score < min_relevance:
+                continue
+            beaters = len(ranked[cid]) - bisect_right(ranked[cid], (score, shot))
+            if beaters >= k:
+                continue  # already pushed out of the top-k by known rows
+            if prune and score < LOW:
+                if last_high[cid] > shot:
+                    continue  # certainly pruned
+                if last_pending > shot:
+                    got = None  # a later row could still prune it
+                    break
+            if beaters + n_pending >= k:
+                got = None  # pending rows could still push it out
+                break
+            got.append(cid)
+        out[shot] = got
+    return out
+
+
 def decided(shot: int, matrix: Matrix, pending: Iterable[int], ids: Sequence[str], *, k: int = 5,
             prune: bool = True, min_relevance: int = 1) -> list[str] | None:
     """The criteria `shot` will certainly be grouped under, or None while that is still uncertain.
@@ -59,24 +91,7 @@ def decided(shot: int, matrix: Matrix, pending: Iterable[int], ids: Sequence[str
     `matrix` holds the rows known so far (it must contain `shot`); `pending` the candidates whose
     rows may still arrive (rows that failed for good are simply absent from both).
     """
-    pending = [p for p in pending if p != shot]
-    out: list[str] = []
-    for cid in ids:
-        score = matrix[shot][cid]
-        if score < min_relevance:
-            continue
-        beaters = sum(1 for t in matrix if t != shot and _key(matrix, t, cid) > (score, shot))
-        if beaters >= k:
-            continue  # already pushed out of the top-k by known rows
-        if prune and score < LOW:
-            if any(t > shot and matrix[t][cid] > HIGH for t in matrix):
-                continue  # certainly pruned
-            if any(p > shot for p in pending):
-                return None  # a later row could still prune it
-        if beaters + len(pending) >= k:
-            return None  # pending rows could still push it out
-        out.append(cid)
-    return out
+    return decide_all([shot], matrix, pending, ids, k=k, prune=prune, min_relevance=min_relevance)[shot]
 
 
 def representatives(hash_groups: Mapping[str, Sequence[int]]) -> dict[int, str]:

@@ -26,7 +26,7 @@ from typing import Any
 from .cache import StageCache
 from .config import VerifierConfig
 from .errors import JudgeError
-from .grouping import decided, group, invert, representatives
+from .grouping import decide_all, group, representatives
 from .judge.base import Judge
 from .rendering import shared_context
 from .result import (
@@ -110,8 +110,8 @@ async def _relevance_and_evidence(r: Run, hash_groups: dict[str, list[int]], d0:
                 continue
             known.update(rows)
             row_depth = max(row_depth, d0 if hit else d0 + 1)
-        for n in sorted(known):
-            cids = None if n in started else decided(n, known, pending, ids, **kw)
+        for n, cids in decide_all([n for n in sorted(known) if n not in started], known, pending, ids,
+                                  **kw).items():
             if cids is None:
                 continue
             started.add(n)
@@ -121,7 +121,6 @@ async def _relevance_and_evidence(r: Run, hash_groups: dict[str, list[int]], d0:
                     _soft(r, evidence.STAGE, evidence.analyse(r, n, cids, same, row_depth + 1))))
     found = [ev for got in await asyncio.gather(*ev_tasks) if got for ev in got]
     groups = group(known, ids, **kw)
-    assert set(invert(groups, ids)) == {n for n in started if decided(n, known, [], ids, **kw)}
     return known, groups, found, (row_depth + 1 if ev_tasks else row_depth)
 
 

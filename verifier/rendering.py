@@ -104,6 +104,8 @@ def render_rubric(rubric: Rubric) -> str:
             if c.exclusive_group:
                 head += f" (mutually exclusive group '{c.exclusive_group}')"
         out.append(f"{head}\n  {c.description}")
+    if rubric.critical_points:
+        out.append("Critical points (never required to be crossed): " + "; ".join(rubric.critical_points))
     return "\n".join(out)
 
 
