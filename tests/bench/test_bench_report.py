@@ -38,7 +38,9 @@ def test_report_renders_tables_and_pngs(tmp_path):
     assert "WebJudge (paper)" in md and "0.26" in md  # paper reference rows
     assert "Judge cost per trajectory" in md and "12.5" in md
     assert "Inter-annotator agreement" in md
-    assert page.count("<table>") == 5 and page.count('<img src="data:image/png;base64,') == 3
+    assert "| Universal Verifier (paper) | fara7b_om2w_browserbase | paper, final labels |  | 0.58 | 0.08 |" in md
+    assert "| Universal Verifier (paper) | internal | paper, final labels" not in md  # summary: own split only
+    assert page.count("<table>") == 6 and page.count('<img src="data:image/png;base64,') == 3
     assert 'title="scatter.png"' in page
     assert "webvoyager" in page
     # inputs round-trip: the report can be re-rendered without recomputing anything

@@ -97,3 +97,14 @@ def test_rows_without_screenshots_are_unscored(bench_dir, tmp_path):
     assert counts["unscored"] == 1 and judge.requests == []
     rec = json.loads(results_path(tmp_path, "webvoyager").read_text())
     assert rec["status"] == "unscored" and "no screenshots" in rec["reason"]
+
+
+def test_cli_options_reach_the_verifiers(bench_dir, tmp_path, monkeypatch):
+    fake = ScriptedJudge(_voyager())
+    monkeypatch.setattr("verifier.judge.make_judge", lambda config=None: fake)
+    base = ["bench", "--split", BB, "--data-dir", str(bench_dir), "--judge-url", "http://127.0.0.1:9/v1",
+            "--model", "m", "--no-progress", "--n-boot", "20"]
+    assert main(base + ["--verifiers", "uv", "--uv-config", '{"votes": 2}', "--out", str(tmp_path / "a")]) == 2
+    assert fake.requests == []
+    assert main(base + ["--verifiers", "webvoyager", "--webvoyager-last-n", "1", "--out", str(tmp_path / "b")]) == 0
+    assert [len(ScriptedJudge.images(r)) for r in fake.requests] == [1, 1, 1]

@@ -45,6 +45,7 @@ class UsageRow(BaseModel):
     latency_s_mean: float
     latency_s_p50: float
     latency_s_max: float
+    wall_s_mean: float | None = None
 
 
 class ReportInputs(BaseModel):
@@ -82,6 +83,18 @@ def metric_table(rows: Sequence[AgreementRow]) -> Table:
     return head, body
 
 
+def summary_table(rows: Sequence[AgreementRow], split: str | None) -> Table:
+    """Headline outcome figures, with the paper's Table 2 rows for the same split as references."""
+    head = ["verifier", "split", "labels", "n", "kappa", "FPR", "FNR", "accuracy"]
+    body = [[r.verifier, split or "", LABEL_SOURCE_TITLES[r.label_source], str(r.binary.n), r.binary.kappa.fmt(),
+             r.binary.fpr.fmt(), r.binary.fnr.fmt(), r.binary.accuracy.fmt()]
+            for r in rows if r.target == "outcome" and r.binary is not None]
+    for name, ref_split, kappa, fpr in PAPER_TABLE2:
+        if split is None or ref_split == split:
+            body.append([name, ref_split, "paper, final labels", "", kappa, fpr, "", ""])
+    return head, body
+
+
 def correlation_table(rows: Sequence[AgreementRow]) -> Table:
     head = ["verifier", "n", "unscored", "pearson", "spearman", "MAE"]
     body = [[r.verifier, str(r.continuous.n), str(r.n_unscored), r.continuous.pearson.fmt(),
@@ -91,9 +104,10 @@ def correlation_table(rows: Sequence[AgreementRow]) -> Table:
 
 def usage_table(usage: Sequence[UsageRow]) -> Table:
     head = ["verifier", "n", "calls / traj", "prompt tok / traj", "completion tok / traj",
-            "latency s / traj (mean)", "p50", "max"]
+            "judge latency s / traj (mean)", "p50", "max", "wall s / traj"]
     body = [[u.verifier, str(u.n), _f(u.calls_mean, 1), _f(u.prompt_tokens_mean, 0), _f(u.completion_tokens_mean, 0),
-             _f(u.latency_s_mean, 2), _f(u.latency_s_p50, 2), _f(u.latency_s_max, 2)] for u in usage]
+             _f(u.latency_s_mean, 2), _f(u.latency_s_p50, 2), _f(u.latency_s_max, 2), _f(u.wall_s_mean, 2)]
+            for u in usage]
     return head, body
 
 
@@ -125,7 +139,8 @@ def _html_table(table: Table) -> str:
 
 
 def _sections(inp: ReportInputs) -> list[tuple[str, Table]]:
-    secs = [("Binary agreement (95% bootstrap CI)", metric_table(inp.rows)),
+    secs = [("Outcome agreement (95% bootstrap CI), with the paper's figures", summary_table(inp.rows, inp.split)),
+            ("Every binary metric (95% bootstrap CI)", metric_table(inp.rows)),
             ("Process score vs median UV-blind human score", correlation_table(inp.rows))]
     if inp.inter_annotator:
         secs.append(("Inter-annotator agreement (UV-blind)", inter_annotator_table(inp.inter_annotator)))

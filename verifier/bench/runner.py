@@ -36,8 +36,13 @@ VerifyFn = Callable[[Any, Any], Awaitable[Any]]  # (trajectory, judge) -> Verifi
 HAS_PROCESS_SCORE = {"uv"}
 
 
-def verifier_fn(name: str, *, config: Any = None) -> VerifyFn:
-    """The async scoring function behind a `--verifiers` name (imported lazily)."""
+def verifier_fn(name: str, *, config: Any = None, options: dict[str, Any] | None = None) -> VerifyFn:
+    """The async scoring function behind a `--verifiers` name (imported lazily).
+
+    `config` is the UV's `VerifierConfig`; `options` are keyword arguments for a baseline
+    (e.g. ``{"last_n": 10}`` for webvoyager, ``{"threshold": 4}`` for webjudge).
+    """
+    opts = dict(options or {})
     if name == "uv":
         from ..pipeline import verify
 
@@ -47,11 +52,11 @@ def verifier_fn(name: str, *, config: Any = None) -> VerifyFn:
     if name == "webjudge":
         from ..baselines.webjudge import verify_webjudge
 
-        return lambda traj, judge: verify_webjudge(traj, judge)
+        return lambda traj, judge: verify_webjudge(traj, judge, **opts)
     if name == "webvoyager":
         from ..baselines.webvoyager import verify_webvoyager
 
-        return lambda traj, judge: verify_webvoyager(traj, judge)
+        return lambda traj, judge: verify_webvoyager(traj, judge, **opts)
     raise ValueError(f"unknown verifier {name!r}; expected uv, webjudge or webvoyager")
 
 
@@ -140,15 +145,15 @@ def load_results(out: Path, name: str) -> tuple[list[Verdict], UsageRow | None, 
                                 process_score=score))
         u = res.get("usage") or {}
         usage.append((u.get("calls", 0), u.get("prompt_tokens", 0), u.get("completion_tokens", 0),
-                      u.get("latency_s", rec.duration_s or 0.0)))
+                      u.get("latency_s", 0.0), u.get("wall_s") or rec.duration_s or 0.0))
         cats.update(_categories(res))
     row = None
     if usage:
-        calls, pt, ct, lat = zip(*usage)
+        calls, pt, ct, lat, wall = zip(*usage)
         row = UsageRow(verifier=name, n=len(usage), calls_mean=statistics.fmean(calls),
                        prompt_tokens_mean=statistics.fmean(pt), completion_tokens_mean=statistics.fmean(ct),
                        latency_s_mean=statistics.fmean(lat), latency_s_p50=statistics.median(lat),
-                       latency_s_max=max(lat))
+                       latency_s_max=max(lat), wall_s_mean=statistics.fmean(wall))
     return verdicts, row, dict(cats)
 
 

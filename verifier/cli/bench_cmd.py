@@ -32,6 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--judge-url", help="OpenAI-compatible base URL(s), comma-separated (or CUA_JUDGE_URL)")
     p.add_argument("--model", help="judge model name (or CUA_JUDGE_MODEL)")
     p.add_argument("--verifiers", default="uv,webjudge,webvoyager", help="comma-separated: uv,webjudge,webvoyager")
+    p.add_argument("--uv-config", default=None, metavar="JSON",
+                   help='UV pipeline options as JSON, e.g. \'{"votes": 3, "top_k": 5}\' (see VerifierConfig)')
+    p.add_argument("--webvoyager-last-n", type=int, default=30, help="screenshots shown to WebVoyager (last N)")
+    p.add_argument("--webjudge-threshold", type=int, default=3, help="WebJudge keeps screenshots scoring >= this")
     p.add_argument("--out", help="output folder (results, report); required with --split")
     p.add_argument("--limit", type=int, default=None, help="score only the first N tasks")
     p.add_argument("--concurrency", type=int, default=4, help="trajectories scored at once per verifier")
@@ -84,7 +88,18 @@ async def _score(args: argparse.Namespace) -> int:
     from ..judge.config import JudgeConfig
 
     names = [n.strip() for n in args.verifiers.split(",") if n.strip()]
-    fns = {n: verifier_fn(n) for n in names}  # unknown names fail before any download
+    uv_config = None
+    if args.uv_config:
+        from pydantic import ValidationError
+
+        from ..config import VerifierConfig
+        try:
+            uv_config = VerifierConfig.model_validate_json(args.uv_config)
+        except ValidationError as exc:
+            print(f"error: invalid --uv-config: {exc}")
+            return 2
+    options = {"webvoyager": {"last_n": args.webvoyager_last_n}, "webjudge": {"threshold": args.webjudge_threshold}}
+    fns = {n: verifier_fn(n, config=uv_config, options=options.get(n)) for n in names}  # fail before downloading
     overrides = {}
     if args.judge_url:
         overrides["base_urls"] = [u.strip() for u in args.judge_url.split(",") if u.strip()]
