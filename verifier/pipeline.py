@@ -157,14 +157,14 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     ev_by = evidence.by_criterion(found)
     ev_text = evidence.render(rb, ev_by)
 
-    side_task = r.spawn(_soft(r, side_effects.STAGE, side_effects.run(r, ev_text, d_ev + 1)))
+    images = rescoring.final_images(r, hash_groups)
+    side_task = r.spawn(_soft(r, side_effects.STAGE, side_effects.run(r, ev_text, images, d_ev + 1)))
     status, d_cond = await conditions.run(r, ev_by, action, ev_text, d_ev + 1)
     applies = {c.id: status.get(c.id, (True, "none"))[0] for c in rb.criteria}
     applicable = tuple(cid for cid in ids if applies[cid])
     if not applicable:
         raise JudgeError("no rubric criterion applies to this attempt", stage=conditions.STAGE)
 
-    images = rescoring.final_images(r, hash_groups)
     na = [cid for cid in ids if not applies[cid]]
     per_call = rescoring.per_call_text(rb, applicable, na, action_scoring.render(rb, action), ev_text, len(images))
     d_resc = d_cond + 1

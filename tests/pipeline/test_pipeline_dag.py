@@ -159,7 +159,7 @@ async def test_shared_prefix_first_and_image_last():
         assert isinstance(r.messages[1].content[-1], ImagePart)
     for stage in ("action_scoring", "rescoring", "side_effects", "outcome", "diagnosis_failures"):
         assert judge.requests_for(stage)[0].messages[1].content[0].text == shared
-    for stage in ("rescoring", "outcome"):  # they see the final screenshots themselves
+    for stage in ("rescoring", "outcome", "side_effects"):  # they see the final screenshots themselves
         assert [p.label.split(" (")[0] for p in judge.images(judge.requests_for(stage)[0])] == \
             ["Screenshot 2 of 3", "Screenshot 3 of 3"]
 

@@ -170,3 +170,10 @@ async def test_cache_keeps_a_result_whose_caller_was_cancelled():
     caller.cancel()
     await asyncio.sleep(0.04)
     assert await cache.get_or_compute("ns", "k", slow) == ("row", True)
+
+
+def test_scripted_judge_has_a_default_for_every_stage():
+    from verifier.stages import STAGES
+    from verifier.testing import DEFAULTS
+
+    assert set(STAGES) == set(DEFAULTS)
