@@ -1,0 +1,72 @@
+"""The built wheel is what users install: it must carry the prompt templates and a light core.
+
+Builds the wheel, installs it (non-editable) into a fresh virtual environment and renders every
+prompt template from the installed copy, from a working directory outside the repository.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
+                   cwd=REPO, check=True, capture_output=True)
+    wheels = list(out.glob("cua_verifier-*.whl"))
+    assert len(wheels) == 1, wheels
+    return wheels[0]
+
+
+def test_wheel_ships_prompts_and_packages(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    repo_prompts = sorted(p.relative_to(REPO / "prompts").as_posix()
+                          for p in (REPO / "prompts").rglob("*.j2"))
+    assert repo_prompts, "no prompt templates in prompts/"
+    for rel in repo_prompts:
+        assert f"verifier/_prompts/{rel}" in names
+    for pkg in ("verifier/__init__.py", "reward/__init__.py", "serving/__init__.py"):
+        assert pkg in names
+    meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    requires = [line for line in zipfile.ZipFile(wheel).read(meta).decode().splitlines()
+                if line.startswith("Requires-Dist:") and "extra ==" not in line]
+    assert requires and not any("torch" in r or "vllm" in r for r in requires), requires
+
+
+def test_installed_wheel_renders_prompts(wheel: Path, tmp_path: Path) -> None:
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], check=True,
+                   capture_output=True)
+    script = (
+        "import json, verifier.prompts as p\n"
+        "d = p.prompts_dir()\n"
+        "infos = [p.prompt_info(f.relative_to(d).as_posix()).model_dump() for f in sorted(d.rglob('*.j2'))]\n"
+        "r = p.render('rubric.system.j2')\n"
+        "print(json.dumps({'dir': str(d), 'infos': infos, 'rubric': r.text, 'id': r.info.id}))\n"
+    )
+    res = subprocess.run([str(py), "-c", script], cwd=tmp_path, check=True, capture_output=True, text=True)
+    payload = json.loads(res.stdout)
+    assert "site-packages" in payload["dir"] and payload["dir"].endswith("verifier/_prompts")
+    assert payload["infos"] and all(len(i["sha256"]) == 64 for i in payload["infos"])
+    # the shared principle blocks were included from the installed copy, not left as tags
+    assert payload["id"] == "rubric" and "{%" not in payload["rubric"] and len(payload["rubric"]) > 1000
+    # torch must not come with the core install
+    res = subprocess.run([str(py), "-c", "import importlib.util as u; print(u.find_spec('torch') is None)"],
+                         capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == "True"
+    # the console script is installed and runs
+    res = subprocess.run([str(env_dir / "bin" / "cua-verifier"), "--help"], capture_output=True, text=True)
+    assert res.returncode == 0 and "inspect" in res.stdout
