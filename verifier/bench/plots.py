@@ -21,8 +21,8 @@ def _plt():
 
 
 def plot_confusions(rows: Sequence[AgreementRow], path: Path) -> Path | None:
-    """One 2x2 matrix per (verifier, label source) for the outcome target."""
-    cells = [r for r in rows if r.target == "outcome" and r.binary is not None]
+    """One 2x2 matrix per (verifier, target, label source): outcome and binarized process."""
+    cells = [r for r in rows if r.target in ("outcome", "process") and r.binary is not None]
     if not cells:
         return None
     plt = _plt()
@@ -44,7 +44,8 @@ def plot_confusions(rows: Sequence[AgreementRow], path: Path) -> Path | None:
         ax.set_yticks([0, 1], ["fail", "success"])
         ax.set_xlabel("verifier")
         ax.set_ylabel("human")
-        ax.set_title(f"{r.verifier}\nvs {LABEL_SOURCE_TITLES[r.label_source]}\nkappa {b.kappa.value:.2f}", fontsize=8)
+        ax.set_title(f"{r.verifier}: {r.target}\nvs {LABEL_SOURCE_TITLES[r.label_source]}\n"
+                     f"kappa {b.kappa.value:.2f}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -66,8 +67,11 @@ def plot_scatter(verdicts: Sequence[Verdict], labels: Sequence[HumanLabels], pat
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.5, 5))
+    import numpy as np
+
     for name, (xs, ys) in series.items():
-        ax.scatter(xs, ys, s=14, alpha=0.6, label=f"{name} (n={len(xs)})")
+        r = np.corrcoef(xs, ys)[0, 1] if len(xs) > 1 and np.ptp(xs) > 0 and np.ptp(ys) > 0 else float("nan")
+        ax.scatter(xs, ys, s=14, alpha=0.6, label=f"{name} (n={len(xs)}, r={r:.2f})")
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
     ax.set_xlim(-0.03, 1.03)
     ax.set_ylim(-0.03, 1.03)
