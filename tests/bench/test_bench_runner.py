@@ -108,3 +108,22 @@ def test_cli_options_reach_the_verifiers(bench_dir, tmp_path, monkeypatch):
     assert fake.requests == []
     assert main(base + ["--verifiers", "webvoyager", "--webvoyager-last-n", "1", "--out", str(tmp_path / "b")]) == 0
     assert [len(ScriptedJudge.images(r)) for r in fake.requests] == [1, 1, 1]
+
+
+def test_a_crash_on_one_trajectory_is_recorded_not_fatal(bench_dir, tmp_path):
+    tasks = load_split(BB, data_dir=bench_dir)
+
+    async def flaky(traj, judge):
+        if traj.task.id == "Shop--bbbb2222":
+            raise KeyError("bug")
+        return await verifier_fn("webvoyager")(traj, judge)
+
+    counts = asyncio.run(score_all(tasks, "webvoyager", flaky, ScriptedJudge(_voyager()), tmp_path, progress=False))
+    assert (counts["scored"], counts["unscored"]) == (2, 1)
+    recs = {json.loads(x)["id"]: json.loads(x) for x in results_path(tmp_path, "webvoyager").read_text().splitlines()}
+    assert recs["Shop--bbbb2222"]["reason"].startswith("KeyError")
+
+
+def test_from_results_on_a_wrong_folder(tmp_path, capsys):
+    assert main(["bench", "--from-results", str(tmp_path)]) == 2
+    assert "bench_meta.json" in capsys.readouterr().out

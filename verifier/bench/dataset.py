@@ -15,6 +15,7 @@ Rows are plain dicts; converting one to a `Trajectory` is the loaders' job (`Ben
 """
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from .labels import HumanLabels, Verdict
+
+log = logging.getLogger(__name__)
 
 REPO_ID = "microsoft/CUAVerifierBench"
 REVISION = "c19eb323cd802add5c3d2840ff13044061364867"
@@ -202,11 +205,18 @@ def load_split(split: str, *, data_dir: str | Path | None = None, revision: str 
 def iter_annotation_labels(tasks: list[BenchTask], column: str) -> dict[str, dict[str, Any]]:
     """`{task_id: {annotator: label}}` for inter-annotator agreement (skips missing labels)."""
     out: dict[str, dict[str, Any]] = {}
+    unreadable: list[str] = []
     for t in tasks:
         for a in t.annotations:
-            v = _flag(a.get(column)) if column != "human_process_score" else _score(a.get(column))
+            raw = a.get(column)
+            v = _flag(raw) if column != "human_process_score" else _score(raw)
+            if v is None and raw not in (None, ""):
+                unreadable.append(str(raw))
             if v is not None and a.get("annotator"):
                 out.setdefault(t.task_id, {})[str(a["annotator"])] = v
+    if unreadable:
+        log.warning("%d %s value(s) not read as a label (left out), e.g. %r", len(unreadable), column,
+                    unreadable[0][:80])
     return out
 
 

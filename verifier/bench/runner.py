@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import statistics
 import time
 from collections import Counter
@@ -29,6 +30,8 @@ from .dataset import REVISION, BenchTask, iter_annotation_labels
 from .labels import HumanLabels, Verdict, agreement_table
 from .metrics import InterAnnotator, inter_annotator
 from .report import ReportInputs, UsageRow
+
+log = logging.getLogger(__name__)
 
 VerifyFn = Callable[[Any, Any], Awaitable[Any]]  # (trajectory, judge) -> VerificationResult
 
@@ -109,6 +112,9 @@ async def score_all(tasks: list[BenchTask], name: str, fn: VerifyFn, judge: Any,
                 rec = ScoreRecord(id=task.task_id, status="scored", source=source, result=result)
             except (CuaVerifierError, ValueError) as exc:  # bad data or judge failure: unscored, not zero
                 rec = ScoreRecord.unscored(task.task_id, exc, source=source)
+            except Exception as exc:  # a bug on one trajectory must not lose a long run: record, log, go on
+                log.exception("%s crashed on %s", name, task.task_id)
+                rec = ScoreRecord.unscored(task.task_id, exc, source=source)
             rec.duration_s = time.perf_counter() - start
             writer.write(rec)
             counts[rec.status] += 1
@@ -159,7 +165,10 @@ def load_results(out: Path, name: str) -> tuple[list[Verdict], UsageRow | None, 
 
 def report_inputs(out: Path, *, threshold: float = 0.8, n_boot: int = 1000, seed: int = 0) -> ReportInputs:
     """Rebuild everything the report needs from an output folder (no judge calls)."""
-    meta = BenchMeta.model_validate(json.loads((out / "bench_meta.json").read_text(encoding="utf-8")))
+    meta_path = out / "bench_meta.json"
+    if not meta_path.is_file():
+        raise FileNotFoundError(f"{meta_path} not found: not a `cua-verifier bench --out` folder")
+    meta = BenchMeta.model_validate(json.loads(meta_path.read_text(encoding="utf-8")))
     verdicts, usage, taxonomy = list(meta.stored_verdicts), [], {}
     names = sorted(p.name[len("results_"):-len(".jsonl")] for p in out.glob("results_*.jsonl"))
     for name in names:

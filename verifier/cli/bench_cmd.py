@@ -67,7 +67,11 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     if args.from_results:
         out = Path(args.from_results)
-        inp = report_inputs(out, **_stats(args))
+        try:
+            inp = report_inputs(out, **_stats(args))
+        except FileNotFoundError as exc:
+            print(f"error: {exc}")
+            return 2
         paths = write_report(inp, Path(args.out) if args.out else out)
         print(format_table(inp.rows))
         print(f"\nreport: {paths['md']} {paths['html']}")
