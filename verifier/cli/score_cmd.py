@@ -163,6 +163,9 @@ def run(args: argparse.Namespace) -> int:
             await judge.aclose()
 
     counts = asyncio.run(main())
-    print(f"scored {counts['scored']}, unscored {counts['unscored']}, skipped (already scored) "
+    from ..records import ResultWriter, format_summary, summarize
+
+    print(f"this run: scored {counts['scored']}, unscored {counts['unscored']}, skipped (already scored) "
           f"{counts['skipped']} -> {args.out}")
+    print(format_summary(summarize(ResultWriter(args.out).records())))
     return 3 if counts["unscored"] else 0
