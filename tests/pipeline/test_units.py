@@ -177,3 +177,11 @@ def test_scripted_judge_has_a_default_for_every_stage():
     from verifier.testing import DEFAULTS
 
     assert set(STAGES) == set(DEFAULTS)
+
+
+def test_a_group_of_one_is_a_standalone_condition():
+    c = {"description": "d", "max_points": 2}
+    rubric = Rubric(criteria=[{"id": "c1", "name": "a", **c},
+                              {"id": "c2", "name": "b", "condition": "x", "exclusive_group": "lonely", **c}])
+    decided, undecided = conditions.deterministic(rubric, {"c2": [ev("c2", 1, "not_met")]}, None)
+    assert decided == {"c2": (False, "evidence")} and undecided == []

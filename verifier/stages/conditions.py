@@ -43,6 +43,8 @@ def groups(rubric: Rubric) -> tuple[dict[str, list[str]], list[str]]:
             grouped.setdefault(c.exclusive_group, []).append(c.id)
         elif c.condition:
             alone.append(c.id)
+    for label in [g for g, members in grouped.items() if len(members) == 1]:  # a group of one is no choice
+        alone.append(grouped.pop(label)[0])
     return grouped, alone
 
 
