@@ -34,10 +34,9 @@ from .result import (
     EvidenceRecord,
     PenaltyResult,
     RelevanceResult,
-    UsageSummary,
     VerificationResult,
 )
-from .schemas import ActionScores, Rescoring, SideEffects
+from .schemas import ActionScores, Outcome, Rescoring, SideEffects
 from .scoring import (
     apply_penalties,
     hallucination_suspected,
@@ -161,49 +160,15 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     side_task = r.spawn(_soft(r, side_effects.STAGE, side_effects.run(r, ev_text, images, d_ev + 1)))
     status, d_cond = await conditions.run(r, ev_by, action, ev_text, d_ev + 1)
     applies = {c.id: status.get(c.id, (True, "none"))[0] for c in rb.criteria}
-    applicable = tuple(cid for cid in ids if applies[cid])
-    if not applicable:
-        raise JudgeError("no rubric criterion applies to this attempt", stage=conditions.STAGE)
-
-    na = [cid for cid in ids if not applies[cid]]
-    per_call = rescoring.per_call_text(rb, applicable, na, action_scoring.render(rb, action), ev_text, len(images))
     d_resc = d_cond + 1
-    runs = await asyncio.gather(*(rescoring.run_once(r, applicable, per_call, images, d_resc, i)
-                                  for i in range(cfg.votes)), return_exceptions=True)
-    valid: list[Rescoring] = [x for x in runs if isinstance(x, Rescoring)]
-    errors = [x for x in runs if not isinstance(x, Rescoring)]
-    for e in errors:
-        if not isinstance(e, JudgeError):
-            raise e
-        r.degrade(rescoring.STAGE, e)
     action_earned = action_scoring.earned(rb, action) if action is not None else None
-    if valid:
-        scored = [rescoring.score_of(rb, applies, x) for x in valid]
-        best = median_index([s for s, _ in scored])
-        canonical, earned = valid[best], scored[best][1]
-        run_scores = [s for s, _ in scored]
-    elif action_earned is not None:
-        r.degrade(rescoring.STAGE, "every rescoring run failed: process score falls back to action-only scores")
-        canonical, earned = None, action_earned
-        run_scores = [rubric_score(rescoring.points(rb, applies, earned))]
-    else:
-        raise errors[0]
+    run_scores, canonical, earned = await _rescore(r, applies, action, action_earned, ev_text, images, d_resc)
     before = median(run_scores)
 
     scores_text = rescoring.render_scores(rb, applies, canonical, earned)
     out_call = outcome.per_call_text(scores_text, ev_text, len(images))
-    votes_raw = await asyncio.gather(*(outcome.vote(r, out_call, images, d_resc + 1, i)
-                                       for i in range(cfg.votes)), return_exceptions=True)
+    votes, ok = await _votes(r, out_call, images, d_resc + 1)
     effects: SideEffects | None = await side_task
-    votes = [v.success if not isinstance(v, BaseException) else None for v in votes_raw]
-    for v in votes_raw:
-        if isinstance(v, BaseException):
-            if not isinstance(v, JudgeError):
-                raise v
-            r.degrade(outcome.STAGE, v)
-    ok = [v for v in votes_raw if not isinstance(v, BaseException)]
-    if not ok:
-        raise next(v for v in votes_raw if isinstance(v, JudgeError))
     forced = side_effects.forced_failures(effects)
     success = outcome_success(votes, forced_failure=bool(forced))
     chosen = next((v for v in ok if v.success == success), ok[0])
@@ -223,13 +188,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
                     if action_earned is not None else None)
     table = _criteria(r, status, applies, earned, action, action_earned, canonical, ev_by)
     ledger = r.ledger
-    per_stage = ledger.per_stage
-    usage = UsageSummary(calls=sum(s.calls for s in per_stage.values()),
-                         prompt_tokens=sum(s.prompt_tokens for s in per_stage.values()),
-                         completion_tokens=sum(s.completion_tokens for s in per_stage.values()),
-                         latency_s=round(sum(s.latency_s for s in per_stage.values()), 3),
-                         wall_s=round(time.perf_counter() - started_at, 3), rounds=ledger.rounds(),
-                         per_stage=dict(per_stage))
+    usage = ledger.summary(wall_s=time.perf_counter() - started_at)
     m = len(trajectory.screenshots)
     return VerificationResult(
         trajectory_id=trajectory.source_path or trajectory.task.id,
@@ -247,6 +206,49 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         topk=groups, rubric_self_audit=rb.self_audit, diagnosis=diag, degraded=list(ledger.degraded),
         usage=usage, config=cfg.model_dump(mode="json"), models=sorted(ledger.models),
         prompts=sorted(ledger.prompts.values(), key=lambda p: p.id))
+
+
+async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None,
+                   action_earned: dict[str, float] | None, ev_text: str, images: list, depth: int):
+    """V rescoring runs -> (run scores, the median run or None, its earned points per criterion)."""
+    assert r.rubric is not None
+    rb, ids = r.rubric, r.rubric.ids()
+    applicable = tuple(cid for cid in ids if applies[cid])
+    if not applicable:
+        raise JudgeError("no rubric criterion applies to this attempt", stage=conditions.STAGE)
+    na = [cid for cid in ids if not applies[cid]]
+    per_call = rescoring.per_call_text(rb, applicable, na, action_scoring.render(rb, action), ev_text, len(images))
+    runs = await asyncio.gather(*(rescoring.run_once(r, applicable, per_call, images, depth, i)
+                                  for i in range(r.cfg.votes)), return_exceptions=True)
+    valid: list[Rescoring] = [x for x in runs if isinstance(x, Rescoring)]
+    errors = [x for x in runs if not isinstance(x, Rescoring)]
+    for e in errors:
+        if not isinstance(e, JudgeError):
+            raise e
+        r.degrade(rescoring.STAGE, e)
+    if valid:
+        scored = [rescoring.score_of(rb, applies, x) for x in valid]
+        best = median_index([s for s, _ in scored])
+        return [s for s, _ in scored], valid[best], scored[best][1]
+    if action_earned is not None:
+        r.degrade(rescoring.STAGE, "every rescoring run failed: process score falls back to action-only scores")
+        return [rubric_score(rescoring.points(rb, applies, action_earned))], None, action_earned
+    raise errors[0]
+
+
+async def _votes(r: Run, per_call: str, images: list, depth: int) -> tuple[list[bool | None], list[Outcome]]:
+    """V outcome votes -> (votes with None for failed calls, the valid replies). All failing raises."""
+    raw = await asyncio.gather(*(outcome.vote(r, per_call, images, depth, i) for i in range(r.cfg.votes)),
+                               return_exceptions=True)
+    for v in raw:
+        if isinstance(v, BaseException):
+            if not isinstance(v, JudgeError):
+                raise v
+            r.degrade(outcome.STAGE, v)
+    ok = [v for v in raw if isinstance(v, Outcome)]
+    if not ok:
+        raise next(v for v in raw if isinstance(v, JudgeError))
+    return [v.success if isinstance(v, Outcome) else None for v in raw], ok
 
 
 def _matrix(known: dict[int, dict[str, int]], hash_groups: dict[str, list[int]], ids: tuple[str, ...],

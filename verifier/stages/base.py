@@ -21,7 +21,7 @@ from ..errors import JudgeError
 from ..judge.base import ImagePart, Judge, Sampling, Usage
 from ..prompts import PromptInfo, render
 from ..rendering import infos, messages
-from ..result import DegradedStage, StageUsage
+from ..result import DegradedStage, StageUsage, UsageSummary
 from ..schemas import Rubric
 from ..trajectory import Trajectory
 
@@ -62,6 +62,13 @@ class Ledger:
 
     def rounds(self) -> int:
         return max((s.round for s in self.per_stage.values() if s.calls), default=0)
+
+    def summary(self, wall_s: float) -> UsageSummary:
+        st = self.per_stage.values()
+        return UsageSummary(calls=sum(s.calls for s in st), prompt_tokens=sum(s.prompt_tokens for s in st),
+                            completion_tokens=sum(s.completion_tokens for s in st),
+                            latency_s=round(sum(s.latency_s for s in st), 3), wall_s=round(wall_s, 3),
+                            rounds=self.rounds(), per_stage=dict(self.per_stage))
 
 
 @dataclass
