@@ -3,7 +3,9 @@
 Each call shows the task, the rubric and the screenshot(s) - no action history: relevance is a
 property of (rubric, pixels), which is what lets the `StageCache` reuse a row across every rollout
 of a GRPO group that passes through the same page. Identical screenshots (same content hash) are
-scored once and the row is copied to every screenshot number sharing the hash.
+scored once and the row is copied to every screenshot number sharing the hash. With
+`relevance_batch_size > 1` the memo key is the batch's tuple of hashes, so sharing across rollouts
+only happens for identical batches; batch size 1 (the default) shares per image.
 """
 from __future__ import annotations
 
