@@ -5,7 +5,7 @@ import io
 import re
 
 import pytest
-from fakes import fail, images_of, text_of
+from bench_fakes import fail, images_of, text_of
 from PIL import Image
 
 from verifier.baselines.webjudge import select_screenshots, verify_webjudge

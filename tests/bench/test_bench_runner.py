@@ -5,7 +5,7 @@ import asyncio
 import json
 
 import pytest
-from fakes import fail, text_of
+from bench_fakes import fail, text_of
 
 from verifier.bench.dataset import load_split
 from verifier.bench.runner import build_meta, report_inputs, results_path, score_all, verifier_fn
