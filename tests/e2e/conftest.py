@@ -104,7 +104,8 @@ def _judge_venv() -> Path | None:
 
 
 @pytest.fixture(scope="session")
-def engine_session(tmp_path_factory: pytest.TempPathFactory):
+def judge_venv() -> Path:
+    """The vLLM CPU environment; skip locally, fail in CI (CUA_REQUIRE_ENGINE=1) when missing."""
     venv = _judge_venv()
     if venv is None:
         msg = ("judge venv missing: run `bash serving/setup_judge_env.sh --cpu` "
@@ -112,10 +113,19 @@ def engine_session(tmp_path_factory: pytest.TempPathFactory):
         if os.environ.get("CUA_REQUIRE_ENGINE") == "1":
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg)
-    model_dir = Path(os.environ.get("CUA_TINY_MODEL_DIR") or REPO / ".cache" / "tiny-qwen2vl")
-    build_tiny_qwen2vl(model_dir)
+    return venv
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Path:
+    """The random-weight tiny Qwen2-VL, built once into the cache dir (reused while up to date)."""
+    return build_tiny_qwen2vl(Path(os.environ.get("CUA_TINY_MODEL_DIR") or REPO / ".cache" / "tiny-qwen2vl"))
+
+
+@pytest.fixture(scope="session")
+def engine_session(judge_venv: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     log_dir = Path(os.environ.get("CUA_ENGINE_LOG_DIR") or tmp_path_factory.mktemp("engine"))
-    eng = Engine(venv=venv, model_dir=model_dir, log_path=log_dir / "vllm-server.log")
+    eng = Engine(venv=judge_venv, model_dir=tiny_model, log_path=log_dir / "vllm-server.log")
     t0 = time.monotonic()
     eng.ensure_running()
     print(f"\n[engine] vLLM CPU server healthy in {time.monotonic() - t0:.0f}s at {eng.base_url} "
