@@ -90,3 +90,15 @@ def test_hub_path_with_stubbed_datasets(bench_dir, monkeypatch):
     shot = tasks[0].full_row()["screenshots"][0]
     assert isinstance(shot, dict) and shot["bytes"][:4] == b"\x89PNG"  # not decoded to PIL
     assert len(tasks[0].annotations) == 2 and tasks[0].trajectory().screenshots[1].image().size == (32, 20)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("Success", True), ("successful", True), ("Yes", True), (1, True), ("1", True),
+    ("Failure", False), ("unsuccessful", False), ("Not successful", False), ("No", False), (0, False),
+    ("incomplete", False), ("not sure", None), ("Partially complete", None), ("N/A", None), ("", None),
+    (None, None), (float("nan"), None),
+])
+def test_label_parsing(raw, expected):
+    from verifier.bench.dataset import _flag
+
+    assert _flag(raw) is expected

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,11 @@ STORED_VERIFIERS = {
 }
 
 
+_NEGATIVE = re.compile(r"\b(unsuccess\w*|fail\w*|incorrect|incomplete|false|no|not\s+(?:a\s+)?"
+                       r"(?:success\w*|complete\w*|done|achieved|correct|pass\w*))\b")
+_POSITIVE = re.compile(r"\b(success\w*|pass\w*|correct|complete\w*|true|yes)\b")
+
+
 def _flag(value: Any) -> bool | None:
     """Int/bool/float/str label -> bool; None/NaN/unknown -> None (never a silent False)."""
     if value is None:
@@ -50,11 +56,13 @@ def _flag(value: Any) -> bool | None:
     text = str(value).strip().lower()
     if not text:
         return None
-    if any(w in text for w in ("unsuccess", "fail", "incorrect", "not ", "false")) or text in ("no", "0", "n"):
+    if "partial" in text:
+        return None  # neither label; counted as unreadable rather than guessed
+    if _NEGATIVE.search(text) or text in ("0", "n"):
         return False
-    if any(w in text for w in ("success", "pass", "correct", "true", "complete")) or text in ("yes", "1", "y"):
+    if _POSITIVE.search(text) or text in ("1", "y"):
         return True
-    return None
+    return None  # e.g. "unsure": unknown, left out of the metrics
 
 
 def _score(value: Any) -> float | None:
