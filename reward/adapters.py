@@ -1,8 +1,9 @@
 """Turn what TRL hands a reward function into one `Trajectory` per rollout.
 
 A CUA rollout reaches a TRL reward function in one of three ways (checked in this order):
-1. `environments[i]` (GRPOTrainer(environment_factory=...)): the env exposes `to_trajectory()` or a
-   `trajectory` attribute (a `Trajectory`, its JSON dict, or a JSON string).
+1. `environments[i]` (GRPOTrainer(environment_factory=...)): the env exposes a `trajectory`
+   property/attribute (a `Trajectory`, its JSON dict, or a JSON string), or a `_to_trajectory()` /
+   `to_trajectory()` method (TRL turns public env methods into tools, so prefer the first two).
 2. Extra per-row fields returned by a `rollout_func`: `trajectory` (same forms), or
    `screenshots` / `actions` / `final_answer` (the screenshot after each action; the first one is the
    initial page when there is one more screenshot than actions).
@@ -18,7 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from PIL import Image
 
@@ -53,10 +55,12 @@ def _col(kwargs: dict[str, Any], name: str, i: int) -> Any:
 def _one(i: int, prompt: Any, completion: Any, kw: dict[str, Any], answer_tools: Sequence[str]) -> Trajectory:
     env = _col(kw, "environments", i)
     if env is not None:
-        if callable(getattr(env, "to_trajectory", None)):
-            return as_trajectory(env.to_trajectory(), field="environments")
+        # a `trajectory` property is preferred: TRL exposes an env's public methods as tools
         if getattr(env, "trajectory", None) is not None:
             return as_trajectory(env.trajectory, field="environments")
+        for method in ("_to_trajectory", "to_trajectory"):
+            if callable(getattr(env, method, None)):
+                return as_trajectory(getattr(env, method)(), field="environments")
     native = _col(kw, "trajectory", i)
     if native is not None:
         return as_trajectory(native, field="trajectory")
@@ -78,7 +82,8 @@ def as_trajectory(obj: Any, *, field: str) -> Trajectory:
             return Trajectory.model_validate(obj)
     except ValueError as exc:
         raise TrajectoryError(f"not a valid trajectory: {exc}", field=field) from exc
-    raise TrajectoryError(f"expected a Trajectory, dict or JSON string, got {type(obj).__name__}", field=field)
+    raise TrajectoryError(f"expected a Trajectory, dict or JSON string, got {type(obj).__name__}",
+                          field=field)
 
 
 def _text(content: Any) -> str:
@@ -219,6 +224,7 @@ def from_conversation(task: Task, prompt: Any, completion: Any, kw: dict[str, An
                 steps[-1] = steps[-1].model_copy(update={"error": text[:500]})
             shots += [to_screenshot(img, step=len(steps)) for img in _images(msg.get("content"))]
         last_role = role
-    status = RunStatus.step_budget_exhausted if last_role == "tool" and final_answer is None else RunStatus.finished
+    cut_off = last_role == "tool" and final_answer is None  # the tool-iteration budget ran out
+    status = RunStatus.step_budget_exhausted if cut_off else RunStatus.finished
     return Trajectory(task=task, steps=steps, screenshots=shots, final_answer=final_answer, status=status,
                       source_format="trl-conversation")

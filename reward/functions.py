@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from verifier.records import result_field
 
@@ -31,7 +32,8 @@ class _UVReward:
     extra_columns: tuple[str, ...] = ()
 
     def __init__(self, settings: RewardSettings | None = None, *, name: str | None = None,
-                 judge_url: str | list[str] | None = None, model: str | None = None, **overrides: Any) -> None:
+                 judge_url: str | list[str] | None = None, model: str | None = None,
+                 **overrides: Any) -> None:
         if judge_url is not None or model is not None or overrides:
             base = settings.model_dump() if settings is not None else {}
             base.update(overrides)
@@ -54,7 +56,8 @@ class _UVReward:
         return state
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.__name__!r}, settings={'env' if self.settings is None else '...'})"
+        source = "env" if self.settings is None else "explicit"
+        return f"{type(self).__name__}(name={self.__name__!r}, settings={source})"
 
     @property
     def session(self) -> VerifierSession:
@@ -93,12 +96,13 @@ class _UVReward:
         def mean(name: str) -> float | None:
             vals = [float(v) for v in (result_field(r, name) for r in ok) if v is not None]
             return sum(vals) / len(vals) if vals else None
-        tokens = [float((result_field(r, "usage.prompt_tokens") or 0) + (result_field(r, "usage.completion_tokens")
-                                                                          or 0)) for r in ok]
+        tokens = [float((result_field(r, "usage.prompt_tokens") or 0)
+                        + (result_field(r, "usage.completion_tokens") or 0)) for r in ok]
+        degraded = sum(bool(result_field(r, "degraded")) for r in ok) / len(ok)
         for metric, val in (("uv/judge_latency_s", mean("usage.latency_s")),
                             ("uv/judge_calls_per_rollout", mean("usage.calls")),
                             ("uv/tokens_per_rollout", sum(tokens) / len(tokens)),
-                            ("uv/degraded_rate", sum(bool(result_field(r, "degraded")) for r in ok) / len(ok))):
+                            ("uv/degraded_rate", degraded)):
             if val is not None and math.isfinite(val):
                 log_metric(metric, val)
 
@@ -109,8 +113,8 @@ class _UVReward:
             "first_failure_step": lambda r: result_field(r, "diagnosis.first_failure_step"),
         }
         for col in self.extra_columns:
-            values = [columns[col](o.result) if o.ok else f"unscored: {type(o.error).__name__}: {o.error}"[:300]
-                      for o in outcomes]
+            values = [columns[col](o.result) if o.ok
+                      else f"unscored: {type(o.error).__name__}: {o.error}"[:300] for o in outcomes]
             log_extra(f"{self.__name__}/{col}", values)
 
 

@@ -7,7 +7,8 @@ from the same pipeline run. A process-wide `VerifierSession` (one per distinct s
 - a bounded LRU of finished verifications (failures expire after `failure_ttl_s`), so a reward
   whose coroutine runs after the other has finished still gets the same result;
 - one `StageCache` (rubric once per task: GRPO's G rollouts of a prompt share it);
-- per event loop: the judge client and the concurrency semaphore. TRL runs async rewards on a daemon-thread loop
+- per event loop: the judge client and the concurrency semaphore. TRL runs async rewards on a
+  daemon-thread loop
   and offline scoring uses `asyncio.run`; loop-bound objects must never cross loops.
 """
 from __future__ import annotations
@@ -59,7 +60,7 @@ def rollout_key(traj: Trajectory) -> str:
 class _LoopState:
     """Objects bound to one event loop: judge client, semaphore, in-flight futures."""
 
-    def __init__(self, session: "VerifierSession") -> None:
+    def __init__(self, session: VerifierSession) -> None:
         self.judge = session.build_judge()
         self.semaphore = asyncio.Semaphore(session.settings.max_concurrency)
         self.inflight: dict[str, asyncio.Future] = {}
@@ -71,9 +72,9 @@ class VerifierSession:
     def __init__(self, settings: RewardSettings) -> None:
         self.settings = settings
         self._lock = threading.Lock()
-        self._loops: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]" = (
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary())
-        self._done: "OrderedDict[str, Outcome]" = OrderedDict()
+        self._done: OrderedDict[str, Outcome] = OrderedDict()
         self._verify = resolve(settings.verify_fn)
         self._verifier_config = self._build_verifier_config()
         self.runs = 0  # pipeline runs started (tests and metrics read it)

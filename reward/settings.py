@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,7 +47,7 @@ class RewardSettings(BaseModel):
     cache_factory: str | Callable[[], Any] | None = "verifier.cache.StageCache"
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> "RewardSettings":
+    def from_env(cls, **overrides: Any) -> RewardSettings:
         """CUA_VERIFIER_CONFIG (a JSON file with these fields) then CUA_JUDGE_URL / CUA_JUDGE_MODEL."""
         data: dict[str, Any] = {}
         path = os.environ.get(ENV_CONFIG)

@@ -4,15 +4,17 @@ Why here (not under tests/): the GRPO recipe's `--tiny` smoke mode, this package
 engine tier (real vLLM judge) all need "run N GRPO steps with these reward functions" on a machine
 with no model hub. The policy is a 1-layer random Llama with a byte-level BPE tokenizer trained on
 a few sentences and a chat template, so conversational datasets work; its outputs are noise, which
-is fine: the point is that TRL really calls, awaits and logs the verifier rewards.
+is fine: the point is that TRL really calls, awaits and logs the verifier rewards. A tiny LLaVA
+(`build_tiny_vlm_policy`) exercises the vision-language path: image prompts, image columns.
 
 Needs the `train` extra (trl, transformers, datasets, torch) and `tokenizers`.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 CHAT_TEMPLATE = (
     "{%- for m in messages -%}<|im_start|>{{ m['role'] }}\n"
@@ -59,14 +61,74 @@ def build_tiny_policy(out_dir: str | os.PathLike[str], *, vocab_size: int = 300,
     return out
 
 
-def tiny_cua_dataset(n_tasks: int = 2) -> Any:
-    """A conversational prompt dataset of web tasks with a `task_id` column."""
-    from datasets import Dataset
+def build_tiny_vlm_policy(out_dir: str | os.PathLike[str], *, seed: int = 0) -> Path:
+    """Write a tiny random LLaVA (CLIP vision tower + 1-layer Llama) with its processor to `out_dir`.
 
-    tasks = ["Find the cheapest flight from Boston to Denver.", "Book a hotel in Paris for two nights.",
-             "Read the price list and answer with the total.", "Search for a red bicycle under 200 dollars."]
-    rows = [{"prompt": [{"role": "user", "content": tasks[k % len(tasks)]}], "task_id": f"tiny-{k}"}
-            for k in range(n_tasks)]
+    LLaVA, because its processor (CLIPImageProcessor) needs no torchvision, which CPU-only
+    environments often lack; 28x28 inputs give 4 patches + CLS = 5 image tokens per image.
+    """
+    import torch
+    from transformers import (
+        AutoTokenizer,
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    out = Path(out_dir)
+    if (out / "config.json").exists() and (out / "processor_config.json").exists():
+        return out
+    tok = AutoTokenizer.from_pretrained(build_tiny_policy(out / "text-base", seed=seed))
+    tok.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    template = CHAT_TEMPLATE.replace("{{ p['text'] }}",
+                                     "{{ p['text'] }}{%- elif p['type'] == 'image' -%}<image>")
+    tok.chat_template = template
+    processor = LlavaProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 28},
+                                                                  crop_size={"height": 28, "width": 28}),
+                               tokenizer=tok, patch_size=14, vision_feature_select_strategy="full",
+                               num_additional_image_tokens=1, chat_template=template)
+    torch.manual_seed(seed)
+    vision = CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                              num_attention_heads=2,
+                              image_size=28, patch_size=14, projection_dim=16)
+    text = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                       num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
+                       eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None)
+    config = LlavaConfig(vision_config=vision, text_config=text, vision_feature_layer=-1,
+                         image_token_index=tok.convert_tokens_to_ids("<image>"),
+                         vision_feature_select_strategy="full")
+    LlavaForConditionalGeneration(config).save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
+TASKS = ["Find the cheapest flight from Boston to Denver.", "Book a hotel in Paris for two nights.",
+         "Read the price list and answer with the total.", "Search for a red bicycle under 200 dollars."]
+
+
+def tiny_cua_dataset(n_tasks: int = 2, *, with_images: bool = False) -> Any:
+    """A conversational prompt dataset of web tasks with a `task_id` column.
+
+    With `with_images`, each prompt starts with an image part and the row carries the initial
+    "screenshot" in an `image` column (TRL's VLM dataset convention), which the reward adapters
+    turn into the trajectory's initial screenshot.
+    """
+    from datasets import Dataset
+    from PIL import Image
+
+    rows = []
+    for k in range(n_tasks):
+        if with_images:
+            content: Any = [{"type": "image"}, {"type": "text", "text": TASKS[k % len(TASKS)]}]
+        else:
+            content = TASKS[k % len(TASKS)]
+        row = {"prompt": [{"role": "user", "content": content}], "task_id": f"tiny-{k}"}
+        if with_images:
+            row["image"] = Image.new("RGB", (56, 56), (255, 255 - 40 * k, 255))
+        rows.append(row)
     return Dataset.from_list(rows)
 
 
@@ -77,7 +139,8 @@ def grpo_smoke_config(output_dir: str | os.PathLike[str], *, num_generations: in
     from trl import GRPOConfig
 
     kw: dict[str, Any] = dict(
-        output_dir=str(output_dir), per_device_train_batch_size=num_generations, num_generations=num_generations,
+        output_dir=str(output_dir), per_device_train_batch_size=num_generations,
+        num_generations=num_generations,
         max_completion_length=8, max_steps=max_steps, learning_rate=1e-4, logging_steps=1, report_to=[],
         save_strategy="no", use_cpu=True, bf16=False, dataloader_num_workers=0, seed=0,
         reward_weights=list(reward_weights) if reward_weights is not None else None,
@@ -89,21 +152,20 @@ def grpo_smoke_config(output_dir: str | os.PathLike[str], *, num_generations: in
 
 
 def run_grpo_smoke(reward_funcs: Sequence[Any], *, output_dir: str | os.PathLike[str],
-                   model_dir: str | os.PathLike[str] | None = None, dataset: Any = None,
+                   model_dir: str | os.PathLike[str] | None = None, dataset: Any = None, vlm: bool = False,
                    **config_overrides: Any) -> Any:
-    """Train a few GRPO steps of the tiny policy with `reward_funcs`; returns the trainer.
+    """Train a few GRPO steps of a tiny policy with `reward_funcs`; returns the trainer.
 
-    `trainer.state.log_history` holds `rewards/<name>/mean` and the `log_metric` values; the engine
-    tier passes rewards pointed at a real judge, unit tests a scripted one.
+    `vlm=True` uses the tiny LLaVA and image prompts. `trainer.state.log_history` holds
+    `rewards/<name>/mean` and the `log_metric` values; the engine tier passes rewards pointed at a
+    real judge, unit tests a scripted one.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    model_dir = build_tiny_policy(model_dir or Path(output_dir) / "tiny-policy")
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
-    trainer = GRPOTrainer(model=model, reward_funcs=list(reward_funcs), processing_class=tokenizer,
+    build = build_tiny_vlm_policy if vlm else build_tiny_policy
+    model_dir = build(model_dir or Path(output_dir) / ("tiny-vlm" if vlm else "tiny-policy"))
+    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=list(reward_funcs),
                           args=grpo_smoke_config(output_dir, **config_overrides),
-                          train_dataset=dataset if dataset is not None else tiny_cua_dataset())
+                          train_dataset=dataset if dataset is not None else tiny_cua_dataset(with_images=vlm))
     trainer.train()
     return trainer

@@ -16,8 +16,9 @@ import logging
 import os
 import time
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,7 +44,7 @@ class ScoreRecord(BaseModel):
     duration_s: float | None = None
 
     @classmethod
-    def unscored(cls, id: str, error: BaseException | str, **kw: Any) -> "ScoreRecord":
+    def unscored(cls, id: str, error: BaseException | str, **kw: Any) -> ScoreRecord:
         """Build an unscored record; an exception becomes ``"<TypeName>: <message>"``."""
         reason = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         return cls(id=id, status="unscored", reason=reason[:2000], **kw)
@@ -88,7 +89,7 @@ class ResultWriter:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._repair_tail()
-            self._fh = open(self.path, "a", encoding="utf-8")
+            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held open across writes
         return self._fh
 
     def _repair_tail(self) -> None:
@@ -121,10 +122,10 @@ class ResultWriter:
             self._fh.close()
             self._fh = None
 
-    def __enter__(self) -> "ResultWriter":
+    def __enter__(self) -> ResultWriter:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ---- reading ------------------------------------------------------------------------------
@@ -188,8 +189,7 @@ class ResultWriter:
         out = Path(out)
         tmp = out.with_name(out.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            for rec in self.records():
-                fh.write(rec.to_json_line())
+            fh.writelines(rec.to_json_line() for rec in self.records())
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, out)

@@ -32,7 +32,8 @@ def test_conversation_tool_calls_and_tool_images():
         {"role": "tool", "name": "click", "content": [{"type": "image", "image": img("red")},
                                                       {"type": "text", "text": "clicked"}]},
         {"role": "assistant", "content": "",
-         "tool_calls": [{"type": "function", "function": {"name": "type_text", "arguments": '{"text": "NYC"}'}},
+         "tool_calls": [{"type": "function",
+                         "function": {"name": "type_text", "arguments": '{"text": "NYC"}'}},
                         {"type": "function", "function": {"name": "bogus", "arguments": {}}}]},
         {"role": "tool", "name": "type_text", "content": [{"type": "image", "image": img("blue")}]},
         {"role": "tool", "name": "bogus", "content": "{'error': 'Tool bogus not found.'}"},
@@ -91,19 +92,25 @@ def test_rollout_field_native_trajectory_forms():
 def test_environments_objects():
     native = Trajectory(task=Task(id="env", instruction="x"), final_answer="a")
 
-    class WithMethod:
-        def to_trajectory(self):
+    class WithProperty:  # the documented form: TRL does not turn properties into tools
+        @property
+        def trajectory(self):
             return native
 
-    class WithAttr:
+    class WithJsonAttr:
         trajectory = native.to_json()
+
+    class WithPrivateMethod:
+        def _to_trajectory(self):
+            return native.model_dump(mode="json")
 
     class Neither:
         pass
 
-    out = build_trajectories([PROMPT] * 3, ["c1", "c2", "c3"], {"environments": [WithMethod(), WithAttr(), Neither()]})
-    assert out[0].task.id == out[1].task.id == "env"
-    assert out[2].final_answer == "c3"  # env without a trajectory: falls back to the completion
+    envs = [WithProperty(), WithJsonAttr(), WithPrivateMethod(), Neither()]
+    out = build_trajectories([PROMPT] * 4, ["c1", "c2", "c3", "c4"], {"environments": envs})
+    assert [o.task.id for o in out[:3]] == ["env"] * 3
+    assert out[3].final_answer == "c4"  # env without a trajectory: falls back to the completion
 
 
 def test_row_errors_are_per_row():

@@ -7,8 +7,8 @@ import reward_fakes
 pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
 
-from reward import RewardSettings, clear_sessions, make_uv_rewards  # noqa: E402
-from reward.testing import build_tiny_policy, run_grpo_smoke  # noqa: E402
+from reward import RewardSettings, clear_sessions, make_uv_rewards
+from reward.testing import build_tiny_policy, run_grpo_smoke
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +73,21 @@ def test_grpo_steps_with_real_pipeline_one_rubric_per_group(tmp_path, tiny_polic
     # 2 steps = 2 groups of 4 rollouts (tasks tiny-0, tiny-1): one rubric per group, one outcome per rollout
     assert len(judge.requests_for("rubric")) == 2
     assert len(judge.requests_for("outcome")) == r.process.session.runs <= 8
+
+
+def test_vlm_policy_grpo_step_screenshot_reaches_the_judge(tmp_path):
+    from verifier.testing import ScriptedJudge
+
+    reward_fakes.SCRIPTED = judge = ScriptedJudge()
+    try:
+        r = make_uv_rewards(RewardSettings(judge_factory=reward_fakes.scripted_judge, strict=True))
+        trainer = run_grpo_smoke([r.process, r.outcome], output_dir=tmp_path, vlm=True,
+                                 reward_weights=[0.5, 1.0])
+    finally:
+        reward_fakes.SCRIPTED = None
+    (log,) = [h for h in trainer.state.log_history if "rewards/uv_outcome/mean" in h]
+    assert log["rewards/uv_outcome/mean"] == 1.0 and log["uv_process/failure_rate"] == 0.0
+    assert len(judge.requests_for("rubric")) == 1  # one group, one rubric
+    # the row's `image` (initial screenshot) became screenshot 1 and was shown to the judge
+    rel = judge.requests_for("relevance")
+    assert len(rel) == 1 and len(ScriptedJudge.images(rel[0])) == 1

@@ -29,7 +29,8 @@ def group(task: str, g: int, *, shared_screen: bool = True):
     """G rollouts of one prompt; each clicks a different number of times; screens after each click."""
     prompts, completions = [], []
     for j in range(g):
-        prompts.append([{"role": "user", "content": [{"type": "image", "image": Image.new("RGB", (8, 8), "white")},
+        first = Image.new("RGB", (8, 8), "white")
+        prompts.append([{"role": "user", "content": [{"type": "image", "image": first},
                                                      {"type": "text", "text": task}]}])
         msgs = []
         for k in range(j + 1):

@@ -8,8 +8,16 @@ import pytest
 import reward_fakes
 from trl.trainer.utils import get_callable_name, is_async_callable
 
-from reward import (RewardSettings, UVCombinedReward, UVOutcomeReward, UVProcessReward, clear_sessions,
-                    make_uv_rewards, uv_outcome, uv_process)
+from reward import (
+    RewardSettings,
+    UVCombinedReward,
+    UVOutcomeReward,
+    UVProcessReward,
+    clear_sessions,
+    make_uv_rewards,
+    uv_outcome,
+    uv_process,
+)
 from verifier.errors import ConfigError
 
 
@@ -135,7 +143,8 @@ def test_env_configuration_read_lazily(monkeypatch, tmp_path):
     monkeypatch.setenv("CUA_JUDGE_MODEL", "judge")
     s = RewardSettings.from_env()
     assert s.max_concurrency == 3 and s.verifier == {"votes": 3}
-    assert s.judge == {"timeout_s": 30, "base_urls": ["http://a:8000/v1", "http://b:8000/v1"], "model": "judge"}
+    assert s.judge == {"timeout_s": 30, "base_urls": ["http://a:8000/v1", "http://b:8000/v1"],
+                       "model": "judge"}
     monkeypatch.setenv("CUA_VERIFIER_CONFIG", str(tmp_path / "missing.json"))
     with pytest.raises(ConfigError):
         RewardSettings.from_env()

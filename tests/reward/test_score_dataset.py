@@ -124,10 +124,12 @@ def test_real_subprocess_kill_then_resume(tmp_path):
     src = make_jsonl(tmp_path / "rollouts.jsonl", 12)
     out = tmp_path / "res.jsonl"
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"verify_fn": "reward_fakes.fake_verify", "judge_factory": "reward_fakes.fake_judge",
+    cfg.write_text(json.dumps({"verify_fn": "reward_fakes.fake_verify",
+                               "judge_factory": "reward_fakes.fake_judge",
                                "cache_factory": None}))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)]), "FAKE_VERIFY_SLEEP": "0.15"}
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from verifier.cli import main; sys.exit(main())", "score-dataset", str(src), "--out", str(out),
+    cli = "import sys; from verifier.cli import main; sys.exit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", cli, "score-dataset", str(src), "--out", str(out),
                              "--config", str(cfg), "--concurrency", "2", "--no-progress"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 30
@@ -139,5 +141,6 @@ def test_real_subprocess_kill_then_resume(tmp_path):
     assert 3 <= len(before) < 12, "the kill should land part way"
     assert run_cli([str(src), "--out", str(out)]) == 0
     # resumed run verified exactly the rollouts the killed one had not finished
-    assert sorted(reward_fakes.CALLS) == sorted(f"t{int(i[2:])}" for i in {f".#{k}" for k in range(12)} - before)
+    unfinished = {f".#{k}" for k in range(12)} - before
+    assert sorted(reward_fakes.CALLS) == sorted(f"t{int(i[2:])}" for i in unfinished)
     assert ResultWriter(out).done_ids() == {f".#{k}" for k in range(12)}

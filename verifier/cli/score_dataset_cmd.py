@@ -48,7 +48,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--streaming", action="store_true", help="stream the dataset instead of downloading it")
     p.add_argument("--concurrency", type=int, default=8, help="rollouts verified at once (default 8)")
     p.add_argument("--limit", type=int, help="only the first N rollouts of the source")
-    p.add_argument("--id-column", help=f"row id column (default: first of {', '.join(ID_COLUMNS)}, else row number)")
+    p.add_argument("--id-column",
+                   help=f"row id column (default: first of {', '.join(ID_COLUMNS)}, else the row number)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -58,7 +59,8 @@ def _is_native_jsonl(path: Path) -> bool:
     try:
         with open(path, encoding="utf-8") as fh:
             head = fh.read(1 << 16).lstrip()
-        first = json.loads(head.split("\n", 1)[0]) if path.suffix == ".jsonl" else json.loads(path.read_text())
+        text = head.split("\n", 1)[0] if path.suffix == ".jsonl" else path.read_text(encoding="utf-8")
+        first = json.loads(text)
     except (OSError, ValueError):
         return False
     return isinstance(first, dict) and isinstance(first.get("task"), dict)
