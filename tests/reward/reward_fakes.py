@@ -15,6 +15,8 @@ async def fake_verify(trajectory, config=None, *, judge, cache=None):
     """Stands in for verifier.pipeline.verify: score = steps/10, success if an answer was given."""
     from reward.session import rollout_key
 
+    if isinstance(judge, FakeJudge):
+        assert judge.loop is asyncio.get_running_loop(), "judge used on a loop it was not built on"
     CALLS.append(trajectory.task.id)
     KEYS.append(rollout_key(trajectory))
     # a real suspension, so concurrent callers really overlap (longer in the subprocess kill test)
@@ -30,6 +32,11 @@ async def fake_verify(trajectory, config=None, *, judge, cache=None):
 
 
 class FakeJudge:
+    """Remembers the event loop it was built on, like an HTTP client bound to its loop."""
+
+    def __init__(self):
+        self.loop = asyncio.get_running_loop()
+
     async def aclose(self):
         pass
 
@@ -45,3 +52,20 @@ def scripted_judge():
     """judge_factory for the real pipeline: the test's shared ScriptedJudge (so requests can be counted)."""
     assert SCRIPTED is not None, "install reward_fakes.SCRIPTED first"
     return SCRIPTED
+
+
+async def broken_verify(trajectory, config=None, *, judge, cache=None):
+    """A pipeline bug (not a verifier error)."""
+    raise ZeroDivisionError("bug")
+
+
+def call_in_child(payload: bytes) -> list:
+    """Run in a spawned process, like TRL's async GRPO rollout worker: unpickle, then call once."""
+    import pickle
+
+    from verifier.trajectory import Task  # noqa: F401  (the child imports everything itself)
+
+    func = pickle.loads(payload)
+    prompts = [[{"role": "user", "content": "Book a flight"}]] * 2
+    completions = [[{"role": "assistant", "content": "done"}], [{"role": "assistant", "content": "not yet"}]]
+    return asyncio.run(func(prompts, completions, completion_ids=[[1], [2]], task_id=["g", "g"]))

@@ -182,3 +182,40 @@ def test_loops_do_not_share_loop_bound_state():
     assert asyncio.run(f(prompts, completions, task_id=task_ids)) == [1.0]
     prompts2, completions2, _ = batch(1, 2)
     assert asyncio.run(f(prompts2, completions2, task_id=["other"] * 2)) == [1.0, 1.0]
+
+
+def test_trl_daemon_loop_then_asyncio_run_each_get_their_own_judge():
+    from trl.trainer.utils import start_event_loop_in_daemon
+
+    f = UVOutcomeReward(settings())
+    prompts, completions, task_ids = batch(1, 2)
+    _thread, loop, ready = start_event_loop_in_daemon(name="rewards")
+    ready.wait()
+    try:  # how GRPOTrainer runs async rewards: on its own long-lived loop in a daemon thread
+        fut = asyncio.run_coroutine_threadsafe(f(prompts, completions, task_id=task_ids), loop)
+        assert fut.result(timeout=10) == [1.0, 1.0]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+    prompts2, completions2, _ = batch(1, 1)  # then on another loop (offline scoring): no loop-bound reuse
+    assert asyncio.run(f(prompts2, completions2, task_id=["other"])) == [1.0]  # fake_verify asserts the loop
+
+
+async def test_unexpected_exception_is_none_unless_strict(caplog):
+    prompts, completions, task_ids = batch(1, 1)
+    lenient = settings().model_copy(update={"verify_fn": reward_fakes.broken_verify, "strict": False})
+    assert await UVOutcomeReward(lenient)(prompts, completions, task_id=task_ids) == [None]
+    assert "unexpected error" in caplog.text
+    clear_sessions()
+    strict = settings().model_copy(update={"verify_fn": reward_fakes.broken_verify})
+    with pytest.raises(ZeroDivisionError):
+        await UVOutcomeReward(strict)(prompts, completions, task_id=task_ids)
+
+
+def test_pickled_reward_runs_in_a_spawned_process_like_async_grpo():
+    import multiprocessing as mp
+
+    r = make_uv_rewards(settings())
+    with mp.get_context("spawn").Pool(1) as pool:  # no trainer kwargs: AsyncGRPO passes none
+        assert pool.apply(reward_fakes.call_in_child, (pickle.dumps(r.outcome),)) == [1.0, 1.0]
+        proc = pool.apply(reward_fakes.call_in_child, (pickle.dumps(r.process),))
+    assert proc == [0.0, 0.0]  # no tool calls: 0 steps -> fake process score 0

@@ -89,13 +89,15 @@ def test_unscored_rows_are_retried_on_resume(tmp_path):
     assert ResultWriter(out).done_ids() == {".#0", ".#1", ".#2"}
 
 
-def test_dataset_rows_with_trajectory_column_and_ids(tmp_path):
+@pytest.mark.parametrize("streaming", [False, True])
+def test_dataset_rows_with_trajectory_column_and_ids(tmp_path, streaming):
     datasets = pytest.importorskip("datasets")
     rows = [{"id": f"r{k}", "trajectory": Trajectory(task=Task(id=f"t{k}", instruction="x"),
                                                       final_answer="a").to_json()} for k in range(4)]
     rows.append({"id": "r0", "trajectory": "{broken"})  # repeated id and a bad row
     datasets.Dataset.from_list(rows).to_parquet(tmp_path / "d.parquet")
-    assert run_cli([str(tmp_path / "d.parquet"), "--out", str(tmp_path / "o.jsonl")]) == 0
+    flags = ["--streaming"] if streaming else []
+    assert run_cli([str(tmp_path / "d.parquet"), "--out", str(tmp_path / "o.jsonl"), *flags]) == 0
     recs = {r.id: r for r in ResultWriter(tmp_path / "o.jsonl").records()}
     assert set(recs) == {"r0", "r1", "r2", "r3", "r0#2"}
     assert recs["r0#2"].status == "unscored" and recs["r0#2"].reason.startswith("TrajectoryError")
@@ -144,3 +146,16 @@ def test_real_subprocess_kill_then_resume(tmp_path):
     unfinished = {f".#{k}" for k in range(12)} - before
     assert sorted(reward_fakes.CALLS) == sorted(f"t{int(i[2:])}" for i in unfinished)
     assert ResultWriter(out).done_ids() == {f".#{k}" for k in range(12)}
+
+
+def test_real_trajectories_folder_through_the_real_pipeline(tmp_path, shared_data):
+    """Real fara + Online-Mind2Web runs, real loaders, real pipeline; the judge is scripted."""
+    args = build_parser().parse_args(["score-dataset", str(shared_data / "trajectories"), "--out",
+                                      str(tmp_path / "o.parquet"), "--no-progress", "--concurrency", "2"])
+    s = RewardSettings(judge_factory="verifier.testing.ScriptedJudge")
+    assert args.func(args, settings=s) == 0
+    recs = {r.id: r for r in ResultWriter(tmp_path / "o.parquet.records.jsonl").records()}
+    assert set(recs) == {"fara-alltrails-find-23", "om2w-fb7b4f784cfde003e2548fdf4e8d6b4f"}
+    assert all(r.status == "scored" for r in recs.values()), [r.reason for r in recs.values()]
+    fara = recs["fara-alltrails-find-23"].result
+    assert fara["task_id"] and fara["outcome_success"] is True and 0.0 <= fara["process_score"] <= 1.0
