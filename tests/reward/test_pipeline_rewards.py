@@ -84,3 +84,46 @@ async def test_outcome_failure_verdict_is_zero_not_none():
     out = await r.outcome(prompts, completions, log_extra=lambda c, v: extra.setdefault(c, v))
     assert out == [0.0, 0.0]
     assert extra["uv_outcome/outcome_reasoning"] == ["wrong flight", "wrong flight"]
+
+
+def _closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+async def test_real_judge_client_unreachable_gives_none_and_failure_rate(monkeypatch):
+    """The real OpenAI-compatible client, nothing listening: JudgeUnavailableError -> None, not 0."""
+    monkeypatch.setenv("CUA_JUDGE_API_KEY", "unused")
+    uv = make_uv_rewards(judge_url=_closed_port_url(), model="judge",
+                         judge={"timeout_s": 2.0, "transport_retries": 1, "backoff_initial_s": 0.01,
+                                "backoff_max_s": 0.02, "backoff_jitter_s": 0.0})
+    metrics: dict = {}
+    prompts, completions = group("Find the cheapest flight", 2)
+    proc, outc = await asyncio.gather(
+        uv.process(prompts, completions, log_metric=lambda k, v: metrics.setdefault(k, v)),
+        uv.outcome(prompts, completions, log_metric=lambda k, v: metrics.setdefault(k, v)))
+    assert proc == [None, None] and outc == [None, None]
+    assert metrics["uv_process/failure_rate"] == 1.0 and metrics["uv_outcome/failure_rate"] == 1.0
+    assert uv.process.session.runs == 2  # still one pipeline run per rollout for both rewards
+    await uv.process.session.aclose()
+
+
+async def test_module_level_instances_read_env_and_share_one_session(monkeypatch, tmp_path):
+    import json
+
+    import reward
+
+    cfg = tmp_path / "uv.json"
+    cfg.write_text(json.dumps({"judge_factory": "reward_fakes.scripted_judge"}))
+    monkeypatch.setenv("CUA_VERIFIER_CONFIG", str(cfg))
+    reward_fakes.SCRIPTED = ScriptedJudge()
+    for f in (reward.uv_process, reward.uv_outcome):
+        monkeypatch.setattr(f, "_session", None)  # forget sessions other tests may have built
+    prompts, completions = group("Find the cheapest flight", 3)
+    await asyncio.gather(reward.uv_process(prompts, completions), reward.uv_outcome(prompts, completions))
+    assert reward.uv_process.session is reward.uv_outcome.session
+    assert len(reward_fakes.SCRIPTED.requests_for("outcome")) == 3
