@@ -151,13 +151,19 @@ class VerifierSession:
         st.inflight[key] = fut
         try:
             outcome = await self._run(st, traj)
+        except asyncio.CancelledError:
+            fut.cancel()  # followers must not hang
+            raise
+        except BaseException as exc:  # strict mode: followers see the same error
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved: the owner re-raises it
+            raise
+        else:
             self._store(key, outcome)
             fut.set_result(outcome)
             return outcome
         finally:
             st.inflight.pop(key, None)
-            if not fut.done():  # cancelled: followers must not hang
-                fut.cancel()
 
     async def _run(self, st: _LoopState, traj: Trajectory) -> Outcome:
         async with st.semaphore:

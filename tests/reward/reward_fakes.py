@@ -69,3 +69,9 @@ def call_in_child(payload: bytes) -> list:
     prompts = [[{"role": "user", "content": "Book a flight"}]] * 2
     completions = [[{"role": "assistant", "content": "done"}], [{"role": "assistant", "content": "not yet"}]]
     return asyncio.run(func(prompts, completions, completion_ids=[[1], [2]], task_id=["g", "g"]))
+
+
+async def slow_broken_verify(trajectory, config=None, *, judge, cache=None):
+    CALLS.append(trajectory.task.id)
+    await asyncio.sleep(0.01)
+    raise ZeroDivisionError("bug")

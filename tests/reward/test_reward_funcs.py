@@ -219,3 +219,13 @@ def test_pickled_reward_runs_in_a_spawned_process_like_async_grpo():
         assert pool.apply(reward_fakes.call_in_child, (pickle.dumps(r.outcome),)) == [1.0, 1.0]
         proc = pool.apply(reward_fakes.call_in_child, (pickle.dumps(r.process),))
     assert proc == [0.0, 0.0]  # no tool calls: 0 steps -> fake process score 0
+
+
+async def test_strict_error_reaches_the_concurrent_second_reward_too():
+    s = settings().model_copy(update={"verify_fn": reward_fakes.slow_broken_verify})
+    p, o = UVProcessReward(s), UVOutcomeReward(s)
+    prompts, completions, task_ids = batch(1, 1)
+    results = await asyncio.gather(p(prompts, completions, task_id=task_ids),
+                                   o(prompts, completions, task_id=task_ids), return_exceptions=True)
+    assert [type(r) for r in results] == [ZeroDivisionError, ZeroDivisionError]
+    assert reward_fakes.CALLS == ["task-0"]  # one run; the follower got the owner's error, not a rerun
