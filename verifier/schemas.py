@@ -5,6 +5,12 @@ these bounds into grammar constraints, so a reply can neither ramble nor invent 
 JSON backend re-asks with the exact validation error. Replies are keyed by criterion id
 ("c1", "c2", ...) and screenshot number; the judge never echoes criterion text back.
 
+Numbers sent to the judge are bounded integers only (points 0-10, relevance 0-10, penalty 1-3):
+a float field lets a weak model write `1.0000...` until max_tokens even under constrained
+decoding, because a range bounds the value, not the digits. Earned points are whole points; the
+scoring math in `verifier.scoring` still works in floats (clamping, medians, penalties).
+`tests/pipeline/test_schema_bounds.py` asserts that no output model has an unbounded path.
+
 Per-call models are built by `for_call(...)`: it narrows `criterion_id` / `screenshot` to the ids
 of that call (a JSON-schema enum) and demands each exactly once. The built class carries
 `expected_ids` / `expected_screenshots`, which `verifier.testing.ScriptedJudge` reads to answer.
@@ -21,6 +27,10 @@ Text = Annotated[str, Field(max_length=1200)]
 Short = Annotated[str, Field(max_length=200)]
 Steps = Annotated[list[Annotated[int, Field(ge=0, le=10_000)]], Field(max_length=20)]
 Shots = Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(max_length=20)]
+Points = Annotated[int, Field(ge=0, le=10, description=(
+    "Whole points earned, from 0 to the criterion's max points (values above the max are cut to it)."))]
+MAX_CRITERIA = 12  # a rubric has at most this many criteria, so a per-criterion list has at most this many items
+MAX_BATCH = 8  # relevance rows per call (VerifierConfig.relevance_batch_size <= 8)
 
 
 class _Out(BaseModel):
@@ -49,7 +59,7 @@ class RubricDraft(_Out):
     stated_subgoals: list[Short] = Field(min_length=1, max_length=12)
     critical_points: list[Short] = Field(default_factory=list, max_length=6, description=(
         "Irreversible actions or personal data the user did not provide; never required to be crossed."))
-    criteria: list[DraftCriterion] = Field(min_length=1, max_length=12)
+    criteria: list[DraftCriterion] = Field(min_length=1, max_length=MAX_CRITERIA)
     self_audit: Text = Field(description="Phantom criteria, overlaps, dependencies, double penalties checked.")
 
     @model_validator(mode="after")
@@ -100,17 +110,17 @@ class Rubric(BaseModel):
 
 # ---- 2. relevance ----------------------------------------------------------------------------
 class RelevanceScore(_Out):
-    criterion_id: str
+    criterion_id: Annotated[str, Field(max_length=8)]
     score: int = Field(ge=0, le=10)
 
 
 class RelevanceRow(_Out):
-    screenshot: int = Field(ge=1)
-    scores: list[RelevanceScore]
+    screenshot: int = Field(ge=1, le=10_000)
+    scores: list[RelevanceScore] = Field(max_length=MAX_CRITERIA)
 
 
 class RelevanceBatch(_Out):
-    rows: list[RelevanceRow]
+    rows: list[RelevanceRow] = Field(max_length=MAX_BATCH)
 
 
 # ---- 4. evidence -----------------------------------------------------------------------------
@@ -121,7 +131,7 @@ class ConditionVerdict(str, Enum):
 
 
 class EvidenceItem(_Out):
-    criterion_id: str
+    criterion_id: Annotated[str, Field(max_length=8)]
     visible: Text = Field(description="What the pixels literally show for this criterion.")
     claims_check: Text = Field(description="The agent's claims/actions compared with the pixels.")
     discrepancies: Text = ""
@@ -130,30 +140,30 @@ class EvidenceItem(_Out):
 
 
 class EvidenceBatch(_Out):
-    items: list[EvidenceItem]
+    items: list[EvidenceItem] = Field(max_length=MAX_CRITERIA)
 
 
 # ---- 5. conditions ---------------------------------------------------------------------------
 class ConditionItem(_Out):
-    criterion_id: str
+    criterion_id: Annotated[str, Field(max_length=8)]
     reasoning: Text
     applies: bool
 
 
 class ConditionDecision(_Out):
-    items: list[ConditionItem]
+    items: list[ConditionItem] = Field(max_length=MAX_CRITERIA)
 
 
 # ---- 6. action-only scoring ------------------------------------------------------------------
 class ActionScore(_Out):
-    criterion_id: str
+    criterion_id: Annotated[str, Field(max_length=8)]
     justification: Text
-    earned: float = Field(ge=0, le=10)
+    earned: Points
     condition_met: bool | None = None
 
 
 class ActionScores(_Out):
-    items: list[ActionScore]
+    items: list[ActionScore] = Field(max_length=MAX_CRITERIA)
 
 
 # ---- 7. rescoring ----------------------------------------------------------------------------
@@ -173,16 +183,16 @@ PENALISED_TAGS = frozenset({EvidenceTag.contradiction, EvidenceTag.fabrication, 
 
 
 class RescoreItem(_Out):
-    criterion_id: str
+    criterion_id: Annotated[str, Field(max_length=8)]
     reality_notes: Text = Field(description="Facts about the real site that correct the rubric's assumptions.")
     evidence_tag: EvidenceTag
     evidence_screenshots: Shots = Field(default_factory=list)
     justification: Text
-    earned: float = Field(ge=0, le=10)
+    earned: Points
 
 
 class Rescoring(_Out):
-    items: list[RescoreItem]
+    items: list[RescoreItem] = Field(max_length=MAX_CRITERIA)
 
 
 # ---- 8. side effects and critical points -----------------------------------------------------

@@ -1,0 +1,82 @@
+"""Every output model sent to the judge is finite under constrained decoding.
+
+A weak judge (or a random-weight test model) never closes an unbounded string and can write
+`1.0000...` into a float until max_tokens, so every string needs maxLength, every list maxItems,
+every number must be a bounded integer. Checked on the base models, on the per-call models
+`for_call` builds, and on every model a full pipeline run actually requested.
+"""
+import inspect
+
+import pytest
+from pipeline_helpers import make_traj, rubric_answer
+from pydantic import BaseModel
+
+from verifier import schemas
+from verifier.config import VerifierConfig
+from verifier.judge.schema import json_schema_for, unbounded_paths
+from verifier.pipeline import verify
+from verifier.testing import ScriptedJudge
+
+BASE_MODELS = sorted((obj for _, obj in inspect.getmembers(schemas, inspect.isclass)
+                      if issubclass(obj, schemas._Out) and obj is not schemas._Out), key=lambda c: c.__name__)
+BATCHES = [schemas.RelevanceBatch, schemas.EvidenceBatch, schemas.ConditionDecision, schemas.ActionScores,
+           schemas.Rescoring]
+IDS = tuple(f"c{i}" for i in range(1, schemas.MAX_CRITERIA + 1))
+
+
+def _numbers(schema) -> list[str]:
+    """Paths of JSON-schema `number` (float) fields: none may reach the judge."""
+    if isinstance(schema, dict):
+        found = ["number"] if schema.get("type") == "number" else []
+        return found + [p for v in schema.values() for p in _numbers(v)]
+    if isinstance(schema, list):
+        return [p for v in schema for p in _numbers(v)]
+    return []
+
+
+def test_base_models_are_enumerated():
+    names = {m.__name__ for m in BASE_MODELS}
+    assert {"RubricDraft", "Rescoring", "ActionScores", "Outcome", "SideEffects", "FailureReport"} <= names
+
+
+@pytest.mark.parametrize("model", BASE_MODELS, ids=lambda m: m.__name__)
+def test_base_model_has_no_unbounded_path(model):
+    schema = json_schema_for(model)
+    assert unbounded_paths(schema) == []
+    assert _numbers(schema) == []
+
+
+@pytest.mark.parametrize("base", BATCHES, ids=lambda m: m.__name__)
+@pytest.mark.parametrize("n", [1, schemas.MAX_CRITERIA])
+def test_per_call_models_have_no_unbounded_path(base, n):
+    model = schemas.for_call(base, IDS[:n], (3, 7) if base is schemas.RelevanceBatch else ())
+    schema = json_schema_for(model)
+    assert unbounded_paths(schema) == []
+    assert _numbers(schema) == []
+
+
+async def test_every_model_a_run_requests_is_bounded():
+    grouped = rubric_answer([
+        {"name": "a", "description": "d", "max_points": 2},
+        {"name": "b", "description": "d", "max_points": 2, "condition": "x", "exclusive_group": "g"},
+        {"name": "c", "description": "d", "max_points": 2, "condition": "not x", "exclusive_group": "g"}])
+    judge = ScriptedJudge({"rubric": grouped, "rubric_audit": grouped})
+    cfg = VerifierConfig(rubric_audit=True, votes=3, relevance_batch_size=2)
+    await verify(make_traj(["red", "green", "blue", "blue", "white"]), cfg, judge=judge)
+    requested: set[type[BaseModel]] = {r.output_model for r in judge.requests}
+    assert {r.stage for r in judge.requests} >= {"rubric", "rubric_audit", "relevance", "evidence", "conditions",
+                                                 "action_scoring", "rescoring", "side_effects", "outcome",
+                                                 "diagnosis_failures", "diagnosis_validity"}
+    for model in requested:
+        schema = json_schema_for(model)
+        assert unbounded_paths(schema) == [], model.__name__
+        assert _numbers(schema) == [], model.__name__
+
+
+def test_earned_points_are_whole_numbers_in_range():
+    model = schemas.for_call(schemas.Rescoring, ("c1",))
+    item = {"criterion_id": "c1", "reality_notes": "", "evidence_tag": "consistent", "justification": "j"}
+    assert model.model_validate({"items": [{**item, "earned": 7}]}).items[0].earned == 7
+    for bad in (2.5, 11, -1):
+        with pytest.raises(ValueError):
+            model.model_validate({"items": [{**item, "earned": bad}]})
