@@ -18,10 +18,12 @@ screenshot as an image part, or an `image`/`images` column for VLMs) and optiona
 How a rollout's actions and screenshots reach the rewards (tool calls with image tool results,
 `rollout_func` fields, or `environments`) is described in reward/README.md.
 
-CPU smoke test (no downloads; a tiny random policy built in code, 1-2 steps)::
+CPU smoke test (no downloads; a tiny random VLM policy built in code, 1-2 steps), against any
+judge URL, e.g. the schema-echo judge (schema-valid, meaningless answers) or a tiny vLLM judge::
 
+    python -m reward.echo_judge --port 8011 &
     python recipes/grpo_train.py --tiny --max-steps 1 --max-completion-length 16 \\
-        --judge-url http://127.0.0.1:8000/v1 --judge-model judge
+        --judge-url http://127.0.0.1:8011/v1 --judge-model echo
     python recipes/grpo_train.py --tiny --max-steps 2 --max-completion-length 16 --scripted-judge
 """
 from __future__ import annotations

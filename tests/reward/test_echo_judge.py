@@ -1,0 +1,73 @@
+"""Rewards over real HTTP: the real judge client + pipeline against the schema-echo judge server."""
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from reward import clear_sessions, make_uv_rewards
+from reward.echo_judge import EchoJudgeServer, minimal_instance
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def echo():
+    clear_sessions()
+    with EchoJudgeServer() as server:
+        yield server
+    clear_sessions()
+
+
+def test_minimal_instance_walks_enums_and_respects_bounds():
+    schema = {"type": "object", "properties": {
+        "items": {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "object", "properties": {
+            "criterion_id": {"enum": ["C1", "C2"]}, "earned": {"type": "integer", "minimum": 0, "maximum": 3},
+            "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "why": {"type": "string", "minLength": 20, "maxLength": 40}}}}}}
+    out = minimal_instance(schema)
+    assert [i["criterion_id"] for i in out["items"]] == ["C1", "C2"]
+    assert out["items"][0]["earned"] == 3 and out["items"][0]["note"] is None
+    assert len(out["items"][0]["why"]) == 20
+
+
+async def test_rewards_over_http_one_run_per_rollout(echo):
+    uv = make_uv_rewards(judge_url=echo.url, model="echo", judge={"timeout_s": 10.0})
+    first = Image.new("RGB", (16, 16), "white")
+    prompts = [[{"role": "user", "content": [{"type": "image", "image": first},
+                                             {"type": "text", "text": "Find the cheapest flight"}]}]] * 2
+    completions = [[{"role": "assistant", "content": "go", "tool_calls": [
+                        {"type": "function", "function": {"name": "click", "arguments": {"x": 1}}}]},
+                    {"role": "tool", "name": "click",
+                     "content": [{"type": "image", "image": Image.new("RGB", (16, 16), (j, 0, 0))}]},
+                    {"role": "assistant", "content": f"answer {j}"}] for j in range(2)]
+    metrics: dict = {}
+    proc, outc = await asyncio.gather(
+        uv.process(prompts, completions, log_metric=lambda k, v: metrics.setdefault(k, v)),
+        uv.outcome(prompts, completions))
+    assert all(isinstance(p, float) and 0.0 <= p <= 1.0 for p in proc)
+    assert all(o in (0.0, 1.0) for o in outc)
+    assert metrics["uv_process/failure_rate"] == 0.0 and metrics["uv/judge_calls_per_rollout"] > 0
+    assert uv.process.session.runs == 2
+    calls_per_rollout = metrics["uv/judge_calls_per_rollout"]
+    # the shared rubric (and the shared white screen) were asked for once, not once per rollout
+    assert echo.requests < 2 * calls_per_rollout + 2
+    await uv.process.session.aclose()
+
+
+@pytest.mark.slow
+def test_grpo_recipe_with_a_judge_url(echo, tmp_path, capsys):
+    pytest.importorskip("trl")
+    spec = importlib.util.spec_from_file_location("grpo_train", REPO / "recipes" / "grpo_train.py")
+    recipe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipe)
+    rc = recipe.main(["--tiny", "--judge-url", echo.url, "--judge-model", "echo", "--max-steps", "1",
+                      "--max-completion-length", "8", "--output-dir", str(tmp_path)])
+    assert rc == 0
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert last["uv_outcome/failure_rate"] == 0.0 and last["rewards/uv_outcome/mean"] is not None
+    assert echo.requests > 0
