@@ -28,7 +28,7 @@ from .config import VerifierConfig
 from .errors import JudgeError
 from .grouping import decide_all, group, representatives
 from .judge.base import Judge
-from .rendering import shared_context
+from .rendering import fence, shared_context
 from .result import (
     CriterionResult,
     EvidenceRecord,
@@ -180,8 +180,9 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
                             mode=cfg.penalty_mode, fraction=cfg.penalty_fraction)
     diag = None
     if cfg.diagnosis:
-        summary = "\n\n".join([scores_text, ev_text, f"## Outcome\nsuccess={success}; {chosen.reasoning}",
-                               "## Penalties\n" + ("; ".join(forced) or "none")])
+        summary = "\n\n".join([scores_text, ev_text, f"## Outcome\nsuccess={success}\n"
+                               + fence(chosen.reasoning, "outcome reasoning"),
+                               "## Penalties\n" + fence("; ".join(forced) or "none", "penalties")])
         diag = await diagnosis.run(r, summary, max(d_resc + 1, d_ev + 1) + 1)
 
     action_score = (rubric_score(rescoring.points(rb, applies, action_earned))

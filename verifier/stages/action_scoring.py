@@ -7,6 +7,7 @@ Its scores are also the documented fallback when every rescoring run fails (reco
 """
 from __future__ import annotations
 
+from ..rendering import fence
 from ..schemas import ActionScores, Rubric, for_call
 from ..scoring import clamp
 from .base import Run
@@ -27,10 +28,15 @@ def earned(rubric: Rubric, scores: ActionScores) -> dict[str, float]:
 
 
 def render(rubric: Rubric, scores: ActionScores | None) -> str:
-    """Text block of the action-only pass, for the rescoring call."""
+    """Text block of the action-only pass, for the rescoring call.
+
+    Fenced: the justifications paraphrase the agent's claims, so an injected instruction can
+    survive into them.
+    """
     if scores is None:
         return "## Action-only scores\n(unavailable)"
     pts = earned(rubric, scores)
     lines = [f"[{i.criterion_id}] {pts[i.criterion_id]:g}/{rubric.get(i.criterion_id).max_points:g}: "
              f"{i.justification}" for i in scores.items]
-    return "## Action-only scores (from the action history alone, before any screenshot)\n" + "\n".join(lines)
+    return ("## Action-only scores (from the action history alone, before any screenshot)\n"
+            + fence("\n".join(lines), "action-only scores"))

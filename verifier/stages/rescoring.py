@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..judge.base import ImagePart
-from ..rendering import image_part
+from ..rendering import fence, image_part
 from ..schemas import Rescoring, Rubric, for_call
 from ..scoring import CriterionPoints, clamp, rubric_score
 from .base import Run
@@ -63,7 +63,10 @@ def score_of(rubric: Rubric, applies: dict[str, bool], reply: Rescoring) -> tupl
 
 def render_scores(rubric: Rubric, applies: dict[str, bool], reply: Rescoring | None,
                   earned: dict[str, float]) -> str:
-    """The scored rubric as the outcome and diagnosis calls read it (reference only)."""
+    """The scored rubric as the outcome and diagnosis calls read it (reference only).
+
+    Fenced like trajectory text: justifications quote what the agent and the pages said.
+    """
     notes = {i.criterion_id: i for i in reply.items} if reply is not None else {}
     lines = []
     for c in rubric.criteria:
@@ -72,4 +75,4 @@ def render_scores(rubric: Rubric, applies: dict[str, bool], reply: Rescoring | N
             continue
         why = notes[c.id].justification if c.id in notes else "(fallback: action-only score)"
         lines.append(f"[{c.id}] {earned.get(c.id, 0.0):g}/{c.max_points:g}: {why}")
-    return "## Rubric scores (for reference; form your own view)\n" + "\n".join(lines)
+    return "## Rubric scores (for reference; form your own view)\n" + fence("\n".join(lines), "rubric scores")
