@@ -18,11 +18,28 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from verifier.errors import CuaVerifierError
 from verifier.records import result_field
+from verifier.trajectory import Trajectory
 
 from .adapters import build_trajectories
-from .session import Outcome, VerifierSession, get_session
+from .session import Outcome, VerifierSession, get_session, rollout_key
 from .settings import RewardSettings
+
+
+def prepare_rows(prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any],
+                 answer_tools: Sequence[str]) -> list[tuple[Trajectory, str] | Exception]:
+    """Per row: (trajectory, content key), or the verifier error that makes the row unscorable."""
+    rows: list[tuple[Trajectory, str] | Exception] = []
+    for traj in build_trajectories(prompts, completions, kwargs, answer_tools=answer_tools):
+        if isinstance(traj, Exception):
+            rows.append(traj)
+            continue
+        try:
+            rows.append((traj, rollout_key(traj)))
+        except CuaVerifierError as exc:  # an unreadable screenshot
+            rows.append(exc)
+    return rows
 
 
 class _UVReward:
@@ -73,12 +90,14 @@ class _UVReward:
     async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any],
                        completion_ids: Sequence[Any] | None = None, **kwargs: Any) -> list[float | None]:
         session = self.session
-        trajs = build_trajectories(prompts, completions, kwargs, answer_tools=session.settings.answer_tools)
+        # conversion and content hashing touch every image: keep them off TRL's event loop
+        rows = await asyncio.to_thread(prepare_rows, prompts, completions, kwargs,
+                                       session.settings.answer_tools)
 
-        async def one(t: Any) -> Outcome:
-            return Outcome(error=t) if isinstance(t, Exception) else await session.verify(t)
+        async def one(row: Any) -> Outcome:
+            return Outcome(error=row) if isinstance(row, Exception) else await session.verify(*row)
 
-        outcomes = await asyncio.gather(*(one(t) for t in trajs))
+        outcomes = await asyncio.gather(*(one(row) for row in rows))
         rewards = [self.value(o.result) if o.ok else None for o in outcomes]
         if kwargs.get("log_metric") is not None:
             self._log_metrics(kwargs["log_metric"], outcomes)

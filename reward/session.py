@@ -137,9 +137,16 @@ class VerifierSession:
             while len(self._done) > self.settings.cache_size:
                 self._done.popitem(last=False)
 
-    async def verify(self, traj: Trajectory) -> Outcome:
-        """Verify once per distinct rollout; concurrent and later callers share the outcome."""
-        key = rollout_key(traj)
+    async def verify(self, traj: Trajectory, key: str | None = None) -> Outcome:
+        """Verify once per distinct rollout; concurrent and later callers share the outcome.
+
+        `key` is `rollout_key(traj)` when the caller already computed it (off the event loop).
+        """
+        if key is None:
+            try:
+                key = await asyncio.to_thread(rollout_key, traj)  # hashing decodes/encodes images
+            except CuaVerifierError as exc:  # e.g. an unreadable screenshot: this rollout only
+                return Outcome(error=exc)
         hit = self._cached(key)
         if hit is not None:
             return hit

@@ -229,3 +229,10 @@ async def test_strict_error_reaches_the_concurrent_second_reward_too():
                                    o(prompts, completions, task_id=task_ids), return_exceptions=True)
     assert [type(r) for r in results] == [ZeroDivisionError, ZeroDivisionError]
     assert reward_fakes.CALLS == ["task-0"]  # one run; the follower got the owner's error, not a rerun
+
+
+async def test_unreadable_screenshot_is_none_for_that_row_only():
+    prompts, completions, task_ids = batch(1, 2)
+    completions[1][1]["content"] = [{"type": "image", "image": "data:image/png;base64,@@not-base64@@"}]
+    out = await UVOutcomeReward(settings())(prompts, completions, task_id=task_ids)
+    assert out == [1.0, None]
