@@ -56,7 +56,8 @@ class _UVReward:
             base.update(overrides)
             judge = dict(base.get("judge") or {})
             if judge_url is not None:
-                judge["base_urls"] = [judge_url] if isinstance(judge_url, str) else list(judge_url)
+                urls = judge_url.split(",") if isinstance(judge_url, str) else judge_url
+                judge["base_urls"] = [u.strip() for u in urls if u.strip()]
             if model is not None:
                 judge["model"] = model
             base["judge"] = judge

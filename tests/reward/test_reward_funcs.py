@@ -236,3 +236,11 @@ async def test_unreadable_screenshot_is_none_for_that_row_only():
     completions[1][1]["content"] = [{"type": "image", "image": "data:image/png;base64,@@not-base64@@"}]
     out = await UVOutcomeReward(settings())(prompts, completions, task_id=task_ids)
     assert out == [1.0, None]
+
+
+def test_factory_settings_and_comma_separated_urls():
+    uv = make_uv_rewards(judge_url="http://a/v1, http://b/v1", model="m", max_concurrency=3,
+                         verifier={"votes": 3})
+    assert uv.process.settings is uv.outcome.settings is uv.combined.settings
+    assert uv.outcome.settings.judge == {"base_urls": ["http://a/v1", "http://b/v1"], "model": "m"}
+    assert uv.outcome.settings.max_concurrency == 3 and uv.outcome.settings.verifier == {"votes": 3}
