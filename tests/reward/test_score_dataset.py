@@ -159,3 +159,21 @@ def test_real_trajectories_folder_through_the_real_pipeline(tmp_path, shared_dat
     assert all(r.status == "scored" for r in recs.values()), [r.reason for r in recs.values()]
     fara = recs["fara-alltrails-find-23"].result
     assert fara["task_id"] and fara["outcome_success"] is True and 0.0 <= fara["process_score"] <= 1.0
+
+
+def test_cuaverifierbench_style_parquet_rows(tmp_path, shared_data):
+    """A CUAVerifierBench-shaped parquet (real fara log + screenshots) read with `datasets`."""
+    datasets = pytest.importorskip("datasets")
+    run = shared_data / "trajectories" / "fara-alltrails-find-23"
+    shots = [{"bytes": (run / f"screenshot_{k}.png").read_bytes(), "path": f"screenshot_{k}.png"}
+             for k in range(1, 5)]
+    row = {"task_id": "alltrails_find_23", "instruction": "Find waterfalls in the Superstition Mountains",
+           "init_url": "https://www.alltrails.com", "final_answer": "<no_answer>", "is_aborted": False,
+           "web_surfer_log": (run / "web_surfer.log").read_text(), "screenshots": shots}
+    datasets.Dataset.from_list([row]).to_parquet(tmp_path / "cuavb.parquet")
+    args = build_parser().parse_args(["score-dataset", str(tmp_path / "cuavb.parquet"), "--out",
+                                      str(tmp_path / "o.jsonl"), "--no-progress"])
+    assert args.func(args, settings=RewardSettings(judge_factory="verifier.testing.ScriptedJudge")) == 0
+    (rec,) = ResultWriter(tmp_path / "o.jsonl").records()
+    assert rec.id == "alltrails_find_23" and rec.status == "scored", rec.reason
+    assert rec.result["task_id"] == "alltrails_find_23"

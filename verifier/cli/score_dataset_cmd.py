@@ -30,7 +30,7 @@ from ..records import ResultWriter, ScoreRecord, format_summary, summarize
 
 log = logging.getLogger(__name__)
 
-ID_COLUMNS = ("id", "rollout_id", "trajectory_id")
+ID_COLUMNS = ("id", "rollout_id", "trajectory_id", "task_id")
 DATA_SUFFIXES = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv", ".arrow": "arrow"}
 Item = tuple[str, str, Callable[[], Any]]  # (id, source description, thunk -> Trajectory)
 
