@@ -32,6 +32,12 @@ class VerifierConfig(BaseModel):
     votes: int = Field(default=1, ge=1, le=9)
     """V: independent rescoring runs (process score = their median) and outcome votes (majority).
     Must be odd so that a majority exists without invalid votes."""
+    rescoring_median: Literal["run", "criterion"] = "run"
+    """How V rescoring runs combine. "run": the process score is the median of the runs' scores and
+    the median run's table is reported (the reference's choice). "criterion": each criterion's earned
+    points are the median across runs (justification from the run that gave that value) and the
+    process score is eq. 1 over those medians: steadier, one odd run moves one criterion only.
+    Both take the lower middle value when failed runs leave an even count (a tie never passes)."""
     vote_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     """Sampling temperature of the rescoring/outcome calls when votes > 1 (each vote gets its own seed);
     with votes == 1 the judge's own sampling is used."""

@@ -40,7 +40,6 @@ from .schemas import ActionScores, Outcome, Rescoring, SideEffects
 from .scoring import (
     apply_penalties,
     hallucination_suspected,
-    median,
     median_index,
     outcome_success,
     process_success,
@@ -162,8 +161,8 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     applies = {c.id: status.get(c.id, (True, "none"))[0] for c in rb.criteria}
     d_resc = d_cond + 1
     action_earned = action_scoring.earned(rb, action) if action is not None else None
-    run_scores, canonical, earned = await _rescore(r, applies, action, action_earned, ev_text, images, d_resc)
-    before = median(run_scores)
+    run_scores, canonical, earned, before = await _rescore(r, applies, action, action_earned, ev_text, images,
+                                                           d_resc)
 
     scores_text = rescoring.render_scores(rb, applies, canonical, earned)
     out_call = outcome.per_call_text(scores_text, ev_text, len(images))
@@ -211,7 +210,11 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
 
 async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None,
                    action_earned: dict[str, float] | None, ev_text: str, images: list, depth: int):
-    """V rescoring runs -> (run scores, the median run or None, its earned points per criterion)."""
+    """V rescoring runs -> (run scores, canonical table or None, earned per criterion, process score).
+
+    The process score (before penalties) is the lower median over valid runs: of the run scores
+    (`rescoring_median="run"`) or eq. 1 over per-criterion medians (`"criterion"`).
+    """
     assert r.rubric is not None
     rb, ids = r.rubric, r.rubric.ids()
     applicable = tuple(cid for cid in ids if applies[cid])
@@ -229,11 +232,16 @@ async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None
         r.degrade(rescoring.STAGE, e)
     if valid:
         scored = [rescoring.score_of(rb, applies, x) for x in valid]
-        best = median_index([s for s, _ in scored])
-        return [s for s, _ in scored], valid[best], scored[best][1]
+        run_scores = [s for s, _ in scored]
+        if r.cfg.rescoring_median == "criterion":
+            table, earned = rescoring.per_criterion_median(applicable, valid, [e for _, e in scored])
+            return run_scores, table, earned, rubric_score(rescoring.points(rb, applies, earned))
+        best = median_index(run_scores)
+        return run_scores, valid[best], scored[best][1], run_scores[best]
     if action_earned is not None:
         r.degrade(rescoring.STAGE, "every rescoring run failed: process score falls back to action-only scores")
-        return [rubric_score(rescoring.points(rb, applies, action_earned))], None, action_earned
+        fallback = rubric_score(rescoring.points(rb, applies, action_earned))
+        return [fallback], None, action_earned, fallback
     raise errors[0]
 
 

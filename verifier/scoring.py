@@ -11,7 +11,9 @@ score by (1 - fraction * n_penalty_points / 3): a 3-point penalty always costs `
 score, whatever the rubric size. "dilute" reproduces the reference for comparison runs.
 
 Votes: the process score is the median over V rescoring runs; the outcome is a strict majority of
-V votes where a tie or an invalid vote (None) never counts as success.
+V votes where a tie or an invalid vote (None) never counts as success. The same tie rule holds for
+the process score: when a failed run leaves an even number of valid runs, the *lower* middle value
+is taken (`lower_median`), so a 1-1 split between a passing and a failing run never passes.
 """
 from __future__ import annotations
 
@@ -91,6 +93,14 @@ def median(values: Sequence[float]) -> float:
     s = sorted(values)
     mid = len(s) // 2
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def lower_median(values: Sequence[float]) -> float:
+    """The median, or for an even count the lower of the two middle values (a tie never passes).
+
+    `lower_median(xs) >= t` holds exactly when a strict majority of `xs` is >= t.
+    """
+    return values[median_index(values)]
 
 
 def median_index(values: Sequence[float]) -> int:

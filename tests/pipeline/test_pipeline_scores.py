@@ -169,3 +169,39 @@ def test_verify_sync_and_vote_sampling_keeps_judge_max_tokens():
     s = judge.requests_for("rescoring")[0].sampling
     assert (s.max_tokens, s.temperature) == (7777, 0.7)
     assert judge.requests_for("rubric")[0].sampling is None  # single calls keep the judge's own sampling
+
+
+def _runs(*earned: dict[str, int]):
+    """Scripted rescoring runs in call order; run i's justifications say `run{i}`."""
+    it = iter(enumerate(earned))
+
+    def answer(m, o):
+        i, e = next(it)
+        if isinstance(e, Exception):
+            return e
+        return {"items": [{"criterion_id": c, "reality_notes": "", "evidence_tag": "consistent",
+                           "justification": f"run{i}", "earned": e[c]} for c in o.expected_ids]}
+    return answer
+
+
+async def test_process_tie_between_valid_runs_never_passes():
+    # One of three runs fails: 0.9 and 0.7 remain. Their mean (0.8) would pass; a tie must not.
+    judge = ScriptedJudge({"rescoring": _runs({"c1": 6, "c2": 3}, JudgeInvalidOutputError("x", stage="rescoring"),
+                                              {"c1": 4, "c2": 3})})
+    res = await verify(make_traj(2), VerifierConfig(votes=3), judge=judge)
+    assert sorted(res.rescoring_scores) == pytest.approx([0.7, 0.9])
+    assert res.process_score == pytest.approx(0.7) and res.process_success is False
+    assert [c.earned for c in res.criteria] == [4, 3]  # the table is the run the score came from
+    assert "rescoring" in [d.stage for d in res.degraded]
+
+
+async def test_per_criterion_median_across_runs():
+    runs = ({"c1": 6, "c2": 0}, {"c1": 0, "c2": 4}, {"c1": 6, "c2": 4})  # run scores 0.6, 0.4, 1.0
+    by_run = await verify(make_traj(2), VerifierConfig(votes=3), judge=ScriptedJudge({"rescoring": _runs(*runs)}))
+    assert by_run.process_score == pytest.approx(0.6)  # the median run, whole
+    assert [(c.earned, c.justification) for c in by_run.criteria] == [(6, "run0"), (0, "run0")]
+    res = await verify(make_traj(2), VerifierConfig(votes=3, rescoring_median="criterion"),
+                       judge=ScriptedJudge({"rescoring": _runs(*runs)}))
+    assert sorted(res.rescoring_scores) == pytest.approx([0.4, 0.6, 1.0])
+    assert res.process_score == pytest.approx(1.0)  # c1: median(6, 0, 6) = 6; c2: median(0, 4, 4) = 4
+    assert [(c.earned, c.justification) for c in res.criteria] == [(6, "run0"), (4, "run1")]

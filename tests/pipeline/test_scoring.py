@@ -8,6 +8,7 @@ from verifier.scoring import (
     apply_penalties,
     clamp,
     hallucination_suspected,
+    lower_median,
     majority,
     median,
     median_index,
@@ -84,6 +85,14 @@ def test_median():
     assert median([0.1, 0.3]) == pytest.approx(0.2)
     with pytest.raises(ValueError):
         median([])
+
+
+def test_lower_median_passes_only_on_a_strict_majority():
+    assert lower_median([0.9, 0.7]) == 0.7  # a 1-1 split around 0.8 does not pass
+    assert lower_median([0.9, 0.1, 0.5]) == 0.5
+    for xs in ([0.9, 0.7], [0.8, 0.8], [0.9, 0.9, 0.1, 0.1], [0.9, 0.85, 0.8, 0.1]):
+        passing = sum(x >= 0.8 for x in xs)
+        assert (lower_median(xs) >= 0.8) is (passing * 2 > len(xs))
 
 
 def test_median_index_picks_a_real_run_deterministically():

@@ -3,8 +3,9 @@
 Unlike the reference, this call sees the final screenshot(s) themselves, not only text about
 them, and writes its reality notes in the same reply (the reference's separate reality-check call
 is folded in). Unmet conditional criteria are not asked at all: they leave both sums. Earned
-points are clamped to [0, max] in code. The process score is the median over runs
-(`verifier.scoring.median`); the median run's justifications become the result's table.
+points are clamped to [0, max] in code. With V runs the process score is the (lower) median
+over runs and the median run's justifications become the result's table, or, with
+`rescoring_median="criterion"`, each criterion takes its own median (`per_criterion_median`).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from ..judge.base import ImagePart
 from ..rendering import fence, image_part
 from ..schemas import Rescoring, Rubric, for_call
-from ..scoring import CriterionPoints, clamp, rubric_score
+from ..scoring import CriterionPoints, clamp, median_index, rubric_score
 from .base import Run
 
 STAGE = "rescoring"
@@ -59,6 +60,18 @@ def score_of(rubric: Rubric, applies: dict[str, bool], reply: Rescoring) -> tupl
     """(eq.-1 score, clamped earned per criterion) of one rescoring run."""
     earned = {i.criterion_id: clamp(i.earned, rubric.get(i.criterion_id).max_points) for i in reply.items}
     return rubric_score(points(rubric, applies, earned)), earned
+
+
+def per_criterion_median(applicable: Sequence[str], runs: Sequence[Rescoring],
+                         earned: Sequence[dict[str, float]]) -> tuple[Rescoring, dict[str, float]]:
+    """Per criterion, the (lower) median earned points across runs, and a table whose row for
+    each criterion is the item of the run that gave that value (so justification and points agree)."""
+    items, out = [], {}
+    for cid in applicable:
+        best = median_index([e[cid] for e in earned])
+        out[cid] = earned[best][cid]
+        items.append(next(i for i in runs[best].items if i.criterion_id == cid))
+    return Rescoring.model_construct(items=items), out
 
 
 def render_scores(rubric: Rubric, applies: dict[str, bool], reply: Rescoring | None,
