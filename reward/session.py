@@ -131,6 +131,8 @@ class VerifierSession:
             return hit
 
     def _store(self, key: str, outcome: Outcome) -> None:
+        if outcome.error is not None:  # kept for minutes: do not pin the failed run's frames
+            outcome.error.__traceback__ = None
         with self._lock:
             self._done[key] = outcome
             self._done.move_to_end(key)
