@@ -1,0 +1,64 @@
+"""The whole verifier pipeline against the real vLLM server (tiny random-weight Qwen2-VL).
+
+Each verification must run every stage for real, with schema-valid replies, screenshots sent and
+usage recorded (`pipeline_support.assert_plumbing`); verdicts are random and never asserted.
+"""
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from pipeline_support import SpyJudge, assert_plumbing, synthetic_trajectory, verify_or_xfail  # noqa: E402
+
+from verifier.cache import StageCache  # noqa: E402
+from verifier.config import VerifierConfig  # noqa: E402
+from verifier.judge.openai_compat import OpenAICompatJudge  # noqa: E402
+from verifier.loaders import load_trajectory  # noqa: E402
+from verifier.pipeline import verify  # noqa: E402
+
+pytestmark = pytest.mark.engine
+
+TRAJ_ROOT = Path(__file__).resolve().parents[3] / "shared" / "data" / "trajectories"
+SAMPLES = sorted(p.name for p in TRAJ_ROOT.iterdir()) if TRAJ_ROOT.is_dir() else []
+
+
+@pytest.fixture
+async def spy(engine):
+    judge = SpyJudge(OpenAICompatJudge(engine.judge_config()))
+    yield judge
+    await judge.aclose()
+
+
+@pytest.mark.parametrize("name", SAMPLES or [pytest.param("none", marks=pytest.mark.skip("no ../shared/data"))])
+async def test_real_sample_trajectory(name, engine, spy):
+    traj = load_trajectory(TRAJ_ROOT / name)
+    result = await verify_or_xfail(verify(traj, judge=spy))
+    assert_plumbing(result, spy, traj, model=engine.model)
+
+
+async def test_long_synthetic_trajectory(engine, spy):
+    traj = synthetic_trajectory(42)
+    assert len(traj.distinct_screenshots()) == 42
+    result = await verify_or_xfail(verify(traj, VerifierConfig(relevance_batch_size=2), judge=spy))
+    assert_plumbing(result, spy, traj, model=engine.model)
+    # Batched relevance: 42 screenshots two per call.
+    assert sum(c.stage == "relevance" for c in spy.calls) == 21
+
+
+async def test_several_verifications_at_once_share_the_rubric(engine, spy):
+    """A GRPO-like group: 3 rollouts of one task verified concurrently with one StageCache."""
+    group = [synthetic_trajectory(5, task_id="group-task", seed=s) for s in (0, 1, 2)]
+    cache = StageCache()
+    spies = [SpyJudge(spy) for _ in group]  # per-rollout views over one shared HTTP client
+    results = await verify_or_xfail(asyncio.gather(*[verify(t, judge=s, cache=cache)
+                                                     for t, s in zip(group, spies)]))
+    rubric_calls = [sum(c.stage == "rubric" for c in s.calls) for s in spies]
+    assert sum(rubric_calls) == 1, rubric_calls  # generated once for the whole group
+    for traj, s, result in zip(group, spies, results):
+        assert_plumbing(result, s, traj, model=engine.model, rubric_cached=not any(c.stage == "rubric"
+                                                                                    for c in s.calls))
