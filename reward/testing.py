@@ -61,6 +61,29 @@ def build_tiny_policy(out_dir: str | os.PathLike[str], *, vocab_size: int = 300,
     return out
 
 
+def build_tiny_tool_policy(out_dir: str | os.PathLike[str], *, seed: int = 0) -> Path:
+    """The tiny text policy with a tool-calling chat template TRL can parse (its Qwen2.5 template,
+    read from the installed TRL), for `tools=` / `environment_factory=` runs."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    out = Path(out_dir)
+    if (out / "config.json").exists() and (out / "tokenizer.json").exists():
+        return out
+    tok = AutoTokenizer.from_pretrained(build_tiny_policy(out / "text-base", seed=seed))
+    tok.add_special_tokens({"additional_special_tokens": ["<tool_call>", "</tool_call>"]})
+    tok.chat_template = qwen2_5_chat_template
+    tok.save_pretrained(out)
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
+                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None,
+                      tie_word_embeddings=True)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    return out
+
+
 def build_tiny_vlm_policy(out_dir: str | os.PathLike[str], *, seed: int = 0) -> Path:
     """Write a tiny random LLaVA (CLIP vision tower + 1-layer Llama) with its processor to `out_dir`.
 
@@ -153,19 +176,24 @@ def grpo_smoke_config(output_dir: str | os.PathLike[str], *, num_generations: in
 
 def run_grpo_smoke(reward_funcs: Sequence[Any], *, output_dir: str | os.PathLike[str],
                    model_dir: str | os.PathLike[str] | None = None, dataset: Any = None, vlm: bool = False,
-                   **config_overrides: Any) -> Any:
+                   environment_factory: Any = None, **config_overrides: Any) -> Any:
     """Train a few GRPO steps of a tiny policy with `reward_funcs`; returns the trainer.
 
-    `vlm=True` uses the tiny LLaVA and image prompts. `trainer.state.log_history` holds
-    `rewards/<name>/mean` and the `log_metric` values; the engine tier passes rewards pointed at a
-    real judge, unit tests a scripted one.
+    `vlm=True` uses the tiny LLaVA and image prompts; `environment_factory` uses the tool-calling
+    text policy and hands TRL the factory (rollouts then reach the rewards as `environments`).
+    `trainer.state.log_history` holds `rewards/<name>/mean` and the `log_metric` values; the engine
+    tier passes rewards pointed at a real judge, unit tests a scripted one.
     """
     from trl import GRPOTrainer
 
-    build = build_tiny_vlm_policy if vlm else build_tiny_policy
-    model_dir = build(model_dir or Path(output_dir) / ("tiny-vlm" if vlm else "tiny-policy"))
+    if environment_factory is not None:
+        build, default = build_tiny_tool_policy, "tiny-tool-policy"
+    else:
+        build, default = (build_tiny_vlm_policy, "tiny-vlm") if vlm else (build_tiny_policy, "tiny-policy")
+    model_dir = build(model_dir or Path(output_dir) / default)
     trainer = GRPOTrainer(model=str(model_dir), reward_funcs=list(reward_funcs),
                           args=grpo_smoke_config(output_dir, **config_overrides),
-                          train_dataset=dataset if dataset is not None else tiny_cua_dataset(with_images=vlm))
+                          train_dataset=dataset if dataset is not None else tiny_cua_dataset(with_images=vlm),
+                          environment_factory=environment_factory)
     trainer.train()
     return trainer

@@ -91,3 +91,48 @@ def test_vlm_policy_grpo_step_screenshot_reaches_the_judge(tmp_path):
     # the row's `image` (initial screenshot) became screenshot 1 and was shown to the judge
     rel = judge.requests_for("relevance")
     assert len(rel) == 1 and len(ScriptedJudge.images(rel[0])) == 1
+
+
+class FakeBrowserEnv:
+    """An environment_factory env: TRL calls reset(**row) per rollout; `click` becomes a tool."""
+
+    def reset(self, **row):
+        from verifier.trajectory import Step, Task
+
+        self.task = Task(id=row["task_id"], instruction="env task: " + row["prompt"][-1]["content"])
+        self.steps = [Step(index=1, action="open", arguments={"url": "https://shop.example"})]
+
+    def click(self, x: int) -> str:
+        """Click on the page.
+
+        Args:
+            x: horizontal pixel.
+        """
+        from verifier.trajectory import Step
+
+        self.steps.append(Step(index=len(self.steps) + 1, action="click", arguments={"x": x}))
+        return "clicked"
+
+    @property
+    def trajectory(self):
+        from verifier.trajectory import Trajectory
+
+        return Trajectory(task=self.task, steps=self.steps, final_answer="done")
+
+
+def test_environment_factory_rollouts_reach_the_rewards(tmp_path, monkeypatch):
+    from verifier.testing import ScriptedJudge
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    reward_fakes.SCRIPTED = judge = ScriptedJudge()
+    try:
+        r = make_uv_rewards(RewardSettings(judge_factory=reward_fakes.scripted_judge, strict=True))
+        trainer = run_grpo_smoke([r.process, r.outcome], output_dir=tmp_path,
+                                 environment_factory=FakeBrowserEnv)
+    finally:
+        reward_fakes.SCRIPTED = None
+    (log,) = [h for h in trainer.state.log_history if "rewards/uv_outcome/mean" in h]
+    assert log["uv_outcome/failure_rate"] == 0.0
+    (rubric,) = judge.requests_for("rubric")
+    assert "env task: " in ScriptedJudge.text(rubric)  # the task came from env.trajectory, not the prompt
+    assert any("open" in ScriptedJudge.text(req) for req in judge.requests_for("action_scoring"))
