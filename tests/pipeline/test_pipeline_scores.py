@@ -205,3 +205,18 @@ async def test_per_criterion_median_across_runs():
     assert sorted(res.rescoring_scores) == pytest.approx([0.4, 0.6, 1.0])
     assert res.process_score == pytest.approx(1.0)  # c1: median(6, 0, 6) = 6; c2: median(0, 4, 4) = 4
     assert [(c.earned, c.justification) for c in res.criteria] == [(6, "run0"), (4, "run1")]
+
+
+async def test_no_applicable_criterion_degrades_instead_of_failing():
+    # A weak judge's rubric: only standalone conditionals (a one-member group passes the draft check),
+    # and the evidence says no condition holds. Seen with the random-weight engine-tier model.
+    lonely = rubric_answer([{"name": "a", "description": "d", "max_points": 6, "condition": "x",
+                             "exclusive_group": "alone"},
+                            {"name": "b", "description": "d", "max_points": 4, "condition": "y"}])
+    judge = ScriptedJudge({"rubric": lonely, "evidence": evidence_with_conditions({"c1": "not_met", "c2": "not_met"}),
+                           "rescoring": rescore({"c1": 3, "c2": 4})})
+    res = await verify(make_traj(2), judge=judge)
+    assert [(c.applies, c.condition_source) for c in res.criteria] == [(True, "default"), (True, "default")]
+    assert res.process_score == pytest.approx(7 / 10)
+    assert [d.stage for d in res.degraded] == ["conditions"]
+    assert judge.requests_for("rescoring")[0].output_model.expected_ids == ("c1", "c2")

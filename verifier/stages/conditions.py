@@ -7,7 +7,8 @@ action-only pass's `condition_met`, else unknown. Then:
   the single member left when all others are not met; anything else -> ask the judge.
 One judge call covers every undecided criterion. If it fails, the stage degrades: a group falls
 back to its first member (the task's primary route), a standalone criterion to "does not apply"
-(which leaves both sums, i.e. neutral).
+(which leaves both sums, i.e. neutral). If in the end no criterion at all applies (possible only
+for a rubric of standalone conditionals), every criterion is scored and the stage is degraded.
 """
 from __future__ import annotations
 
@@ -93,13 +94,26 @@ def fallback(rubric: Rubric, undecided: list[str], applies: dict[str, bool] | No
     return out
 
 
+def ensure_some_apply(rubric: Rubric, status: Status) -> tuple[Status, bool]:
+    """(status, repaired): if no criterion would apply, every criterion applies (source "default").
+
+    Only a rubric made of standalone conditional criteria can get here (an exclusive group always
+    keeps one member). Scoring nothing is undefined, and dropping the verification would turn a
+    judge's odd reading of the conditions into a lost reward; scoring every criterion credits only
+    what the agent actually did. The caller records the repair in `degraded`.
+    """
+    if any(status.get(c.id, (True, "none"))[0] for c in rubric.criteria):
+        return status, False
+    return {**status, **{c.id: (True, "default") for c in rubric.criteria if c.condition}}, True
+
+
 async def run(r: Run, evidence: dict[str, list[Evidence]], action: ActionScores | None,
               evidence_text: str, depth: int) -> tuple[Status, int]:
     """All conditional statuses and the round this stage finished in (depth-1 if no call was needed)."""
     assert r.rubric is not None
     decided, undecided = deterministic(r.rubric, evidence, action)
     if not undecided:
-        return decided, depth - 1
+        return _anchored(r, decided), depth - 1
     model = for_call(ConditionDecision, tuple(undecided))
     ask = "Decide whether these conditional criteria apply: " + ", ".join(undecided)
     try:
@@ -107,6 +121,15 @@ async def run(r: Run, evidence: dict[str, list[Evidence]], action: ActionScores 
                             per_call=evidence_text + "\n\n" + ask)
     except JudgeError as exc:
         r.degrade(STAGE, exc)
-        return {**decided, **fallback(r.rubric, undecided)}, depth
+        return _anchored(r, {**decided, **fallback(r.rubric, undecided)}), depth
     answers = {i.criterion_id: i.applies for i in reply.items}
-    return {**decided, **fallback(r.rubric, undecided, answers, "judge")}, depth
+    return _anchored(r, {**decided, **fallback(r.rubric, undecided, answers, "judge")}), depth
+
+
+def _anchored(r: Run, status: Status) -> Status:
+    assert r.rubric is not None
+    status, repaired = ensure_some_apply(r.rubric, status)
+    if repaired:
+        r.degrade(STAGE, "no conditional criterion's condition was met and no criterion is unconditional: "
+                  "every criterion is scored")
+    return status
