@@ -17,6 +17,7 @@ from pathlib import Path
 from verifier.errors import ConfigError, JudgeUnavailableError
 
 from .command import ServeConfig, build_command
+from .demo import DEMO_WARNING
 from .launcher import ensure_api_key, start_server, stop_server, wait_for_health
 from .presets import DEFAULT_GPU_PRESET, PRESETS, get_preset
 
@@ -47,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--structured-outputs-backend", choices=["guidance", "xgrammar"], default="guidance")
     p.add_argument("--dry-run", action="store_true", help="print the exact command and exit")
     p.add_argument("--list-presets", action="store_true", help="list presets with expected GPU memory")
+    p.add_argument("--demo", action="store_true",
+                   help="CPU demo judge: set up the CPU env if needed, build and serve the random-weight "
+                        "tiny model (verdicts are meaningless; for trying the pipeline without a GPU)")
     p.add_argument("--log-file", help="server log (default: the terminal)")
     p.add_argument("--health-timeout", type=float, default=1800.0, help="seconds to wait for /health")
     p.add_argument("--detach", action="store_true", help="exit once healthy, leaving the server running")
@@ -93,8 +97,7 @@ def ready_text(cfg: ServeConfig, *, generated_key: str | None = None) -> str:
               f"JudgeConfig(base_urls=[{cfg.base_url!r}], model={cfg.served_model_name!r}"
               + (f", api_key_env={cfg.api_key_env!r})" if cfg.api_key_env else ")")]
     if cfg.preset.name == "cpu-tiny":
-        lines += ["", "NOTE: this is the random-weight demo model: its verdicts are meaningless. "
-                  "Serve a real judge on a GPU node (serve-judge --preset qwen2.5-vl-7b)."]
+        lines += ["", DEMO_WARNING]
     return "\n".join(lines)
 
 
@@ -104,6 +107,8 @@ def serve_judge(args: argparse.Namespace) -> int:
             print(f"{p.name:18} {p.model or '(--model required)':36} tp={p.tensor_parallel_size} "
                   f"max_len={p.max_model_len:<6} {p.expected_gpu_memory}")
         return 0
+    if args.demo and not args.dry_run:
+        return _serve_demo(args)
     try:
         cfg = config_from_args(args)
         cmd = build_command(cfg)
@@ -135,6 +140,27 @@ def serve_judge(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         stop_server(proc)
+        return 130
+
+
+def _serve_demo(args: argparse.Namespace) -> int:
+    from .demo import start_demo_judge
+
+    try:
+        demo = start_demo_judge(port=args.port, venv=args.venv, health_timeout_s=args.health_timeout)
+    except JudgeUnavailableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    cfg = ServeConfig(preset=get_preset("cpu-tiny"), model="demo", port=args.port, api_key_env=demo.api_key_env)
+    key = os.environ[demo.api_key_env] if demo.generated_key else None
+    print(ready_text(cfg, generated_key=key), flush=True)
+    if args.detach:
+        print(f"server pid {demo.proc.pid}; stop it with: kill -- -{demo.proc.pid}")
+        return 0
+    try:
+        return demo.proc.wait()
+    except KeyboardInterrupt:
+        demo.stop()
         return 130
 
 

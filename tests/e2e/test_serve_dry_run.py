@@ -122,3 +122,15 @@ def test_base_and_health_urls_for_wildcard_bind():
     cfg = ServeConfig(preset=get_preset("qwen2.5-vl-7b"), host="0.0.0.0", port=8123)
     assert cfg.base_url == "http://127.0.0.1:8123/v1"
     assert cfg.health_url == "http://127.0.0.1:8123/health"
+
+
+def test_ready_text_points_clients_at_the_server_and_flags_the_demo():
+    from serving.cli import ready_text
+    from serving.demo import DEMO_WARNING
+
+    cfg = ServeConfig(preset=get_preset("qwen2.5-vl-7b"), port=8123, served_model_name="uv")
+    text = ready_text(cfg, generated_key="k3y")
+    assert "export CUA_JUDGE_URL=http://127.0.0.1:8123/v1" in text and "export CUA_JUDGE_MODEL=uv" in text
+    assert "export CUA_JUDGE_API_KEY=k3y" in text and DEMO_WARNING not in text
+    demo = ready_text(ServeConfig(preset=get_preset("cpu-tiny"), model="/m"))
+    assert DEMO_WARNING in demo and "random-weight" in demo

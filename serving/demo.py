@@ -1,0 +1,96 @@
+"""The CPU demo judge: a real vLLM server on a machine with no GPU, serving a random-weight model.
+
+For a first run on a laptop or a CI box where no judge URL is configured: set up the CPU judge
+environment if missing (about 2 minutes, once), build the tiny random-weight Qwen2-VL (seconds,
+once) and serve it with the `cpu-tiny` preset. Every stage of the verifier then runs for real, but
+the verdicts mean nothing: callers must say so in their output (`DEMO_WARNING`).
+
+    from serving.demo import start_demo_judge
+    judge = start_demo_judge()          # DemoJudge(base_url, model, api_key_env, proc)
+    ...                                 # JudgeConfig(base_urls=[judge.base_url], model=judge.model)
+    judge.stop()
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifier.errors import JudgeUnavailableError
+
+from .command import ServeConfig, build_command
+from .launcher import start_server, stop_server, wait_for_health
+from .presets import get_preset
+
+SERVING_DIR = Path(__file__).resolve().parent
+DEMO_KEY_ENV = "CUA_JUDGE_API_KEY"  # what clients read by default
+DEMO_WARNING = ("NOTE: verdicts come from a random-weight DEMO judge (tiny Qwen2-VL on CPU) and mean "
+                "nothing. Point the verifier at a real judge: serve one on a GPU node with `cua-verifier "
+                "serve-judge --preset qwen2.5-vl-7b`, then set CUA_JUDGE_URL and CUA_JUDGE_MODEL.")
+
+
+@dataclass
+class DemoJudge:
+    base_url: str
+    model: str
+    api_key_env: str
+    proc: subprocess.Popen
+    log_path: Path
+    generated_key: bool  # the key was generated here (so printing it reveals nothing of the user's)
+
+    def stop(self) -> None:
+        stop_server(self.proc)
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("CUA_CACHE_DIR") or Path.home() / ".cache" / "cua-verifier")
+
+
+def ensure_judge_env(venv: Path, *, quiet: bool = False) -> Path:
+    """Create the CPU judge venv with serving/setup_judge_env.sh unless it is already complete."""
+    if not (venv / ".cua-judge-env").is_file():
+        if not quiet:
+            print(f"setting up the CPU demo judge environment in {venv} (once, about 2-3 minutes)...",
+                  file=sys.stderr)
+        subprocess.run(["bash", str(SERVING_DIR / "setup_judge_env.sh"), "--cpu", "--venv", str(venv)],
+                       check=True, stdout=subprocess.DEVNULL if quiet else None)
+    return venv
+
+
+def ensure_tiny_model(venv: Path, model_dir: Path) -> Path:
+    """Build the tiny model with the judge venv's python (it has transformers/tokenizers/torch)."""
+    if not (model_dir / ".tiny_qwen2vl_build").is_file():
+        subprocess.run([str(venv / "bin" / "python"), str(SERVING_DIR / "tiny_model.py"), str(model_dir)],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return model_dir
+
+
+def start_demo_judge(*, venv: str | Path | None = None, model_dir: str | Path | None = None,
+                     port: int = 8765, health_timeout_s: float = 600.0, quiet: bool = False) -> DemoJudge:
+    """Set up (if needed) and start the demo judge; returns once /health answers.
+
+    Raises:
+        JudgeUnavailableError: the server did not become healthy (the message has the log tail).
+        subprocess.CalledProcessError: the environment setup or the model build failed.
+    """
+    cache = _cache_dir()
+    venv = ensure_judge_env(Path(venv) if venv else Path(".venv-judge"), quiet=quiet)
+    model = ensure_tiny_model(venv, Path(model_dir) if model_dir else cache / "tiny-qwen2vl")
+    cfg = ServeConfig(preset=get_preset("cpu-tiny"), model=str(model), venv=str(venv), port=port,
+                      api_key_env=DEMO_KEY_ENV)
+    generated = not os.environ.get(DEMO_KEY_ENV)
+    if generated:  # the client in this process reads it from here
+        os.environ[DEMO_KEY_ENV] = secrets.token_urlsafe(16)
+    log_path = cache / "demo-judge.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    proc = start_server(build_command(cfg), log=log_path)
+    try:
+        wait_for_health(cfg.health_url, timeout_s=health_timeout_s, proc=proc, log_path=log_path)
+    except JudgeUnavailableError:
+        stop_server(proc)
+        raise
+    return DemoJudge(base_url=cfg.base_url, model=cfg.served_model_name, api_key_env=DEMO_KEY_ENV, proc=proc,
+                     log_path=log_path, generated_key=generated)
