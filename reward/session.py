@@ -8,8 +8,7 @@ from the same pipeline run. A process-wide `VerifierSession` (one per distinct s
   whose coroutine runs after the other has finished still gets the same result;
 - one `StageCache` (rubric once per task: GRPO's G rollouts of a prompt share it);
 - per event loop: the judge client and the concurrency semaphore. TRL runs async rewards on a
-  daemon-thread loop
-  and offline scoring uses `asyncio.run`; loop-bound objects must never cross loops.
+  daemon-thread loop and offline scoring uses `asyncio.run`; loop-bound objects never cross loops.
 """
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifier.errors import CuaVerifierError
+from verifier.errors import ConfigError, CuaVerifierError
 from verifier.trajectory import Trajectory
 
 from .settings import RewardSettings, resolve
@@ -89,7 +88,10 @@ class VerifierSession:
             return None  # verify() uses its defaults
         from verifier.config import VerifierConfig  # lazy: only the real pipeline needs it
 
-        return VerifierConfig(**self.settings.verifier)
+        try:
+            return VerifierConfig(**self.settings.verifier)
+        except ValueError as exc:
+            raise ConfigError(f"invalid verifier settings: {exc}") from exc
 
     def build_judge(self) -> Any:
         """A judge for the current loop: the custom factory, else `make_judge(JudgeConfig(...))`."""
@@ -97,14 +99,16 @@ class VerifierSession:
             return resolve(self.settings.judge_factory)()
         judge_cfg = self.settings.judge
         if not judge_cfg.get("base_urls") or not judge_cfg.get("model"):
-            from verifier.errors import ConfigError
-
             raise ConfigError("no judge configured: set CUA_JUDGE_URL and CUA_JUDGE_MODEL, or "
                               "CUA_VERIFIER_CONFIG with a 'judge' section, or pass judge_url/model")
         from verifier.judge import make_judge
         from verifier.judge.config import JudgeConfig
 
-        return make_judge(JudgeConfig(**judge_cfg))
+        try:
+            config = JudgeConfig(**judge_cfg)
+        except ValueError as exc:
+            raise ConfigError(f"invalid judge settings: {exc}") from exc
+        return make_judge(config)
 
     def judge_for_loop(self) -> Any:
         """The judge of the running loop, built now (so configuration errors surface early)."""

@@ -244,3 +244,13 @@ def test_factory_settings_and_comma_separated_urls():
     assert uv.process.settings is uv.outcome.settings is uv.combined.settings
     assert uv.outcome.settings.judge == {"base_urls": ["http://a/v1", "http://b/v1"], "model": "m"}
     assert uv.outcome.settings.max_concurrency == 3 and uv.outcome.settings.verifier == {"votes": 3}
+
+
+async def test_invalid_judge_or_verifier_settings_are_config_errors():
+    prompts, completions, task_ids = batch(1, 1)
+    with pytest.raises(ConfigError, match="verifier settings"):
+        await UVOutcomeReward(RewardSettings(judge_factory=reward_fakes.fake_judge, verifier={"votes": 2}))(
+            prompts, completions)
+    with pytest.raises(ConfigError, match="judge settings"):
+        await UVOutcomeReward(judge_url="http://a/v1", model="m", judge={"max_concurrency": -1})(
+            prompts, completions)
