@@ -173,7 +173,11 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     chosen = next((v for v in ok if v.success == success), ok[0])
     reasoning = (f"[forced failure: {'; '.join(forced)}] " if forced else "") + chosen.reasoning
 
-    penalties = [PenaltyResult(**p.model_dump()) for p in (effects.penalties if effects else [])]
+    n_steps, m = len(trajectory.steps), len(trajectory.screenshots)
+    penalties = [PenaltyResult(**p.model_dump(exclude={"steps", "screenshots"}),  # numbers outside the run dropped
+                               steps=sorted({s for s in p.steps if 1 <= s <= n_steps}),
+                               screenshots=sorted({s for s in p.screenshots if s <= m}))
+                 for p in (effects.penalties if effects else [])]
     total_max = sum(c.max_points for c in rb.criteria if applies[c.id])
     score = apply_penalties(before, [p.points for p in penalties], total_max=total_max,
                             mode=cfg.penalty_mode, fraction=cfg.penalty_fraction)
@@ -189,7 +193,6 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     table = _criteria(r, status, applies, earned, action, action_earned, canonical, ev_by)
     ledger = r.ledger
     usage = ledger.summary(wall_s=time.perf_counter() - started_at)
-    m = len(trajectory.screenshots)
     return VerificationResult(
         trajectory_id=trajectory.source_path or trajectory.task.id,
         task_id=trajectory.task.id, task=trajectory.task.instruction,

@@ -24,6 +24,9 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 Text = Annotated[str, Field(max_length=1200)]
+# Per-criterion fields repeat up to MAX_CRITERIA times in one reply: a tighter bound keeps the worst
+# case (a weak judge filling every string) within reach of max_tokens; ~150 words is ample.
+ItemText = Annotated[str, Field(max_length=800)]
 Short = Annotated[str, Field(max_length=200)]
 Steps = Annotated[list[Annotated[int, Field(ge=0, le=10_000)]], Field(max_length=20)]
 Shots = Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(max_length=20)]
@@ -44,7 +47,7 @@ class DraftCriterion(_Out):
     """A criterion as the rubric writer produces it; code assigns ids c1..cN by position."""
 
     name: Short
-    description: Annotated[str, Field(max_length=2000, description=(
+    description: Annotated[str, Field(max_length=1200, description=(
         "What earns full, partial and zero credit, including the uncontrollable cases "
         "(login wall, CAPTCHA, sold out, entity gone, no matching results) that still earn full credit."))]
     max_points: int = Field(ge=1, le=10)
@@ -132,9 +135,9 @@ class ConditionVerdict(str, Enum):
 
 class EvidenceItem(_Out):
     criterion_id: Annotated[str, Field(max_length=8)]
-    visible: Text = Field(description="What the pixels literally show for this criterion.")
-    claims_check: Text = Field(description="The agent's claims/actions compared with the pixels.")
-    discrepancies: Text = ""
+    visible: ItemText = Field(description="What the pixels literally show for this criterion.")
+    claims_check: ItemText = Field(description="The agent's claims/actions compared with the pixels.")
+    discrepancies: ItemText = ""
     blocker_visible: bool = False
     condition: ConditionVerdict | None = Field(default=None, description="Only for conditional criteria.")
 
@@ -146,7 +149,7 @@ class EvidenceBatch(_Out):
 # ---- 5. conditions ---------------------------------------------------------------------------
 class ConditionItem(_Out):
     criterion_id: Annotated[str, Field(max_length=8)]
-    reasoning: Text
+    reasoning: ItemText
     applies: bool
 
 
@@ -157,7 +160,7 @@ class ConditionDecision(_Out):
 # ---- 6. action-only scoring ------------------------------------------------------------------
 class ActionScore(_Out):
     criterion_id: Annotated[str, Field(max_length=8)]
-    justification: Text
+    justification: ItemText
     earned: Points
     condition_met: bool | None = None
 
@@ -184,10 +187,10 @@ PENALISED_TAGS = frozenset({EvidenceTag.contradiction, EvidenceTag.fabrication, 
 
 class RescoreItem(_Out):
     criterion_id: Annotated[str, Field(max_length=8)]
-    reality_notes: Text = Field(description="Facts about the real site that correct the rubric's assumptions.")
+    reality_notes: ItemText = Field(description="Facts about the real site that correct the rubric's assumptions.")
     evidence_tag: EvidenceTag
     evidence_screenshots: Shots = Field(default_factory=list)
-    justification: Text
+    justification: ItemText
     earned: Points
 
 
@@ -198,7 +201,7 @@ class Rescoring(_Out):
 # ---- 8. side effects and critical points -----------------------------------------------------
 class PenaltyItem(_Out):
     name: Short
-    description: Text
+    description: ItemText
     points: int = Field(ge=1, le=3)
     steps: Steps = Field(default_factory=list)
     screenshots: Shots = Field(default_factory=list)
@@ -261,8 +264,8 @@ def category_of(code: ErrorCode) -> str:
 class FailurePoint(_Out):
     steps: list[Annotated[int, Field(ge=1, le=10_000)]] = Field(min_length=1, max_length=20)
     error_code: ErrorCode
-    what_happened: Text
-    evidence: Text = ""
+    what_happened: ItemText
+    evidence: ItemText = ""
 
 
 class FailureReport(_Out):

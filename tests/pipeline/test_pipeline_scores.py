@@ -61,7 +61,8 @@ async def test_condition_judge_failure_degrades_to_primary_alternative():
 
 @pytest.mark.parametrize("effects,reason", [
     ({"reasoning": "added a warranty", "penalties": [{"name": "warranty added", "description": "d", "points": 3,
-                                                       "steps": [2]}]}, "unsolicited side effect: warranty added"),
+                                                       "steps": [2, 99], "screenshots": [3, 40]}]},
+     "unsolicited side effect: warranty added"),
     ({"reasoning": "paid", "critical_point_violation": True, "critical_point_reasoning": "placed the order"},
      "critical point crossed without permission"),
 ])
@@ -75,7 +76,7 @@ async def test_side_effects_force_outcome_failure(effects, reason):
         assert res.process_score_before_penalties == 1.0
         assert res.process_score == pytest.approx(0.75)
         assert res.process_success is False
-        assert res.penalties[0].steps == [2]
+        assert (res.penalties[0].steps, res.penalties[0].screenshots) == ([2], [3])  # outside the run: dropped
     else:
         assert res.critical_point_violation and res.process_score == 1.0
 
