@@ -204,7 +204,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         critical_issues=chosen.critical_issues,
         critical_point_violation=bool(effects and effects.critical_point_violation), forced_failure=forced,
         criteria=table, penalties=penalties, side_effects_reasoning=effects.reasoning if effects else "",
-        relevance=RelevanceResult(criteria=list(ids), matrix=_matrix(known, hash_groups, ids, m),
+        relevance=RelevanceResult(criteria=list(ids), matrix=relevance.full_matrix(known, hash_groups, ids, m),
                                   duplicates=[nums for nums in hash_groups.values() if len(nums) > 1]),
         topk=groups, rubric_self_audit=rb.self_audit, diagnosis=diag, degraded=list(ledger.degraded),
         usage=usage, config=cfg.model_dump(mode="json"), models=sorted(ledger.models),
@@ -261,17 +261,6 @@ async def _votes(r: Run, per_call: str, images: list, depth: int) -> tuple[list[
     if not ok:
         raise next(v for v in raw if isinstance(v, JudgeError))
     return [v.success if isinstance(v, Outcome) else None for v in raw], ok
-
-
-def _matrix(known: dict[int, dict[str, int]], hash_groups: dict[str, list[int]], ids: tuple[str, ...],
-            m: int) -> list[list[int] | None]:
-    """Full M x N matrix: identical screenshots share their representative's row."""
-    rows: list[list[int] | None] = [None] * m
-    for nums in hash_groups.values():
-        row = known.get(max(nums))
-        for n in nums:
-            rows[n - 1] = [row[c] for c in ids] if row is not None else None
-    return rows
 
 
 def _criteria(r: Run, status, applies, earned, action, action_earned, canonical, ev_by) -> list[CriterionResult]:

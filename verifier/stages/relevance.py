@@ -51,3 +51,14 @@ async def score(r: Run, numbers: tuple[int, ...], hashes: tuple[str, ...],
 async def _by_hash(r: Run, numbers: tuple[int, ...], hashes: tuple[str, ...], depth: int) -> dict[str, Row]:
     rows = await _score(r, numbers, depth)
     return {h: rows[n] for n, h in zip(numbers, hashes)}
+
+
+def full_matrix(known: dict[int, dict[str, int]], hash_groups: dict[str, list[int]], ids: tuple[str, ...],
+                m: int) -> list[list[int] | None]:
+    """Full M x N matrix: identical screenshots share their representative's row."""
+    rows: list[list[int] | None] = [None] * m
+    for nums in hash_groups.values():
+        row = known.get(max(nums))
+        for n in nums:
+            rows[n - 1] = [row[c] for c in ids] if row is not None else None
+    return rows
