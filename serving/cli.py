@@ -123,7 +123,7 @@ def serve_judge(args: argparse.Namespace) -> int:
     generated = ensure_api_key(environ, cfg.api_key_env)
     print(f"starting judge: {cmd.shell()}", file=sys.stderr)
     proc = start_server(cmd, environ=environ, log=args.log_file)
-    stop = lambda *_: (stop_server(proc), sys.exit(130))  # noqa: E731
+    stop = lambda *_: (stop_server(proc), sys.exit(130))
     signal.signal(signal.SIGTERM, stop)
     try:
         waited = wait_for_health(cfg.health_url, timeout_s=args.health_timeout, proc=proc,

@@ -12,8 +12,9 @@ from __future__ import annotations
 import ipaddress
 import json
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -58,12 +58,12 @@ def llm_kwargs(cfg: InProcessConfig, preset: JudgePreset | None = None) -> dict[
     model = cfg.model or p.model
     if not model:
         raise JudgeError(f"preset {p.name!r} has no default model: set InProcessConfig.model")
-    kwargs: dict[str, Any] = dict(
-        model=model, dtype=p.dtype, max_model_len=cfg.max_model_len or p.max_model_len,
-        tensor_parallel_size=cfg.tensor_parallel_size or p.tensor_parallel_size,
-        limit_mm_per_prompt={"image": p.max_images, "video": 0}, mm_processor_kwargs=p.mm_processor_kwargs,
-        enable_prefix_caching=True, structured_outputs_config=dict(STRUCTURED_OUTPUTS),
-        enforce_eager=p.enforce_eager)
+    kwargs: dict[str, Any] = {
+        "model": model, "dtype": p.dtype, "max_model_len": cfg.max_model_len or p.max_model_len,
+        "tensor_parallel_size": cfg.tensor_parallel_size or p.tensor_parallel_size,
+        "limit_mm_per_prompt": {"image": p.max_images, "video": 0},
+        "mm_processor_kwargs": p.mm_processor_kwargs, "enable_prefix_caching": True,
+        "structured_outputs_config": dict(STRUCTURED_OUTPUTS), "enforce_eager": p.enforce_eager}
     gpu_mem = cfg.gpu_memory_utilization or p.gpu_memory_utilization
     if gpu_mem is not None:
         kwargs["gpu_memory_utilization"] = gpu_mem
@@ -73,7 +73,7 @@ def llm_kwargs(cfg: InProcessConfig, preset: JudgePreset | None = None) -> dict[
 
 
 class _Job:
-    __slots__ = ("conversation", "params", "future")
+    __slots__ = ("conversation", "future", "params")
 
     def __init__(self, conversation: list[dict], params: Any) -> None:
         self.conversation, self.params, self.future = conversation, params, cf.Future()
@@ -87,8 +87,8 @@ class InProcessJudge:
         preset = get_preset(config.preset)
         for key, value in preset.env.items():  # e.g. the CPU KV-cache size; must precede engine start
             os.environ.setdefault(key, value)
-        from vllm import LLM, SamplingParams  # noqa: PLC0415 - optional dependency, judge env only
-        from vllm.sampling_params import StructuredOutputsParams  # noqa: PLC0415
+        from vllm import LLM, SamplingParams
+        from vllm.sampling_params import StructuredOutputsParams
 
         self._SamplingParams, self._StructuredOutputsParams = SamplingParams, StructuredOutputsParams
         self.llm = llm if llm is not None else LLM(**llm_kwargs(config, preset))

@@ -14,8 +14,9 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Mapping
+from typing import IO
 
 from verifier.errors import JudgeUnavailableError
 

@@ -95,15 +95,14 @@ def _build_model(tok):
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
 
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    text = dict(vocab_size=VOCAB_SIZE, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                num_attention_heads=2, num_key_value_heads=1,  # head_dim 64: CPU attention rejects 16
-                max_position_embeddings=32768, rms_norm_eps=1e-6, tie_word_embeddings=True,
-                rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
-                                 "mrope_section": [8, 12, 12]},
-                bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
-                pad_token_id=ids["<|endoftext|>"])
-    vision = dict(depth=1, embed_dim=64, hidden_size=128, num_heads=1, mlp_ratio=2, in_channels=3,
-                  patch_size=14, spatial_merge_size=2, temporal_patch_size=2)
+    text = {"vocab_size": VOCAB_SIZE, "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "num_key_value_heads": 1,  # head_dim 64: CPU attention rejects 16
+            "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [8, 12, 12]},
+            "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
+            "pad_token_id": ids["<|endoftext|>"]}
+    vision = {"depth": 1, "embed_dim": 64, "hidden_size": 128, "num_heads": 1, "mlp_ratio": 2, "in_channels": 3,
+              "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2}
     config = Qwen2VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=True,
                            image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
                            vision_start_token_id=ids["<|vision_start|>"],

@@ -25,11 +25,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
-from engine_utils.tiny_qwen2vl import build_tiny_qwen2vl  # noqa: E402
+from engine_utils.tiny_qwen2vl import build_tiny_qwen2vl
 
-from serving.command import ServeConfig, build_command  # noqa: E402
-from serving.launcher import kill_server, probe_health, start_server, stop_server, wait_for_health  # noqa: E402
-from serving.presets import get_preset  # noqa: E402
+from serving.command import ServeConfig, build_command
+from serving.launcher import kill_server, probe_health, start_server, stop_server, wait_for_health
+from serving.presets import get_preset
 
 API_KEY_ENV = "CUA_E2E_JUDGE_KEY"
 HEALTH_TIMEOUT_S = float(os.environ.get("CUA_ENGINE_HEALTH_TIMEOUT", "420"))
@@ -67,7 +67,7 @@ class Engine:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None and probe_health(self.config.health_url)
 
-    def ensure_running(self) -> "Engine":
+    def ensure_running(self) -> Engine:
         if self.alive():
             return self
         if self.proc is not None:
@@ -91,9 +91,9 @@ class Engine:
         from verifier.judge.config import JudgeConfig
 
         os.environ[API_KEY_ENV] = self.api_key
-        values = dict(base_urls=[self.base_url], model=self.model, api_key_env=API_KEY_ENV,
-                      image_max_side=224, timeout_s=60.0, transport_retries=1, backoff_initial_s=0.1,
-                      backoff_max_s=0.5, max_concurrency=8)
+        values = {"base_urls": [self.base_url], "model": self.model, "api_key_env": API_KEY_ENV,
+                  "image_max_side": 224, "timeout_s": 60.0, "transport_retries": 1, "backoff_initial_s": 0.1,
+                  "backoff_max_s": 0.5, "max_concurrency": 8}
         values.update(overrides)
         return JudgeConfig(**values)
 

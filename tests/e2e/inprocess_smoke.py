@@ -15,12 +15,12 @@ from typing import Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from PIL import Image  # noqa: E402
-from pydantic import BaseModel, Field  # noqa: E402
+from PIL import Image
+from pydantic import BaseModel, Field
 
-from serving.inprocess import InProcessConfig, InProcessJudge  # noqa: E402
-from verifier.judge.base import ImagePart, Message, Sampling  # noqa: E402
-from verifier.trajectory import Screenshot  # noqa: E402
+from serving.inprocess import InProcessConfig, InProcessJudge
+from verifier.judge.base import ImagePart, Message, Sampling
+from verifier.trajectory import Screenshot
 
 
 class Verdict(BaseModel):

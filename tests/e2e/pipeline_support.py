@@ -108,8 +108,8 @@ def assert_plumbing(result: VerificationResult, spy: SpyJudge, traj: Trajectory,
 
 # ---- known gaps in other layers, reported and tracked: xfail on exactly these, fail on anything else ----
 GAP_NO_CRITERION = ("no rubric criterion applies",
-                    "the pipeline raises JudgeError when the judge marks every criterion inapplicable, which "
-                    "random weights do; the conditions stage should degrade instead")
+                    ("the pipeline raises JudgeError when the judge marks every criterion inapplicable, which "
+                     "random weights do; the conditions stage should degrade instead"))
 GAP_FLOAT_DIGITS = ("number fields of the sent schemas have no multipleOf, so a weak model writes digits "
                     "until max_tokens (1.0000000...); json_schema_for should add e.g. multipleOf 0.01")
 
@@ -117,7 +117,8 @@ GAP_FLOAT_DIGITS = ("number fields of the sent schemas have no multipleOf, so a 
 @functools.lru_cache(maxsize=1)
 def floats_bounded() -> bool:
     """Does the schema sent to the judge bound the digits of a float field?"""
-    from pydantic import Field as F, create_model
+    from pydantic import Field as F
+    from pydantic import create_model
 
     from verifier.judge.schema import json_schema_for
 

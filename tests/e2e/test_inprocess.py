@@ -39,7 +39,7 @@ def test_core_does_not_import_vllm():
 @pytest.mark.engine
 def test_inprocess_judge_on_the_tiny_model(judge_venv, tiny_model):
     proc = subprocess.run([str(judge_venv / "bin" / "python"), str(SMOKE), str(tiny_model)],
-                          capture_output=True, text=True, timeout=420)
+                          capture_output=True, text=True, timeout=420, check=False)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(lines[-1].removeprefix("RESULT "))

@@ -13,13 +13,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from pipeline_support import SpyJudge, assert_plumbing, synthetic_trajectory, verify_or_xfail  # noqa: E402
+from pipeline_support import SpyJudge, assert_plumbing, synthetic_trajectory, verify_or_xfail
 
-from verifier.cache import StageCache  # noqa: E402
-from verifier.config import VerifierConfig  # noqa: E402
-from verifier.judge.openai_compat import OpenAICompatJudge  # noqa: E402
-from verifier.loaders import load_trajectory  # noqa: E402
-from verifier.pipeline import verify  # noqa: E402
+from verifier.cache import StageCache
+from verifier.config import VerifierConfig
+from verifier.judge.openai_compat import OpenAICompatJudge
+from verifier.loaders import load_trajectory
+from verifier.pipeline import verify
 
 pytestmark = pytest.mark.engine
 

@@ -19,7 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from pipeline_support import GAP_FLOAT_DIGITS, GAP_NO_CRITERION, floats_bounded, synthetic_trajectory  # noqa: E402
+from pipeline_support import GAP_FLOAT_DIGITS, GAP_NO_CRITERION, floats_bounded, synthetic_trajectory
 
 pytestmark = pytest.mark.engine
 

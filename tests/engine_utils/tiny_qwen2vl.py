@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from serving.tiny_model import BUILD_VERSION, MAX_PIXELS, VOCAB_SIZE, build_tiny_qwen2vl  # noqa: E402
+from serving.tiny_model import BUILD_VERSION, MAX_PIXELS, VOCAB_SIZE, build_tiny_qwen2vl
 
 __all__ = ["BUILD_VERSION", "MAX_PIXELS", "VOCAB_SIZE", "build_tiny_qwen2vl"]
 
