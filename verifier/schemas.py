@@ -24,12 +24,21 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 Text = Annotated[str, Field(max_length=1200)]
-# Per-criterion fields repeat up to MAX_CRITERIA times in one reply: a tighter bound keeps the worst
-# case (a weak judge filling every string) within reach of max_tokens; ~150 words is ample.
-ItemText = Annotated[str, Field(max_length=800)]
+
+
+def Bounded(n: int) -> type[str]:
+    """A string of at most `n` characters."""
+    return Annotated[str, Field(max_length=n)]  # type: ignore[return-value]
+
+
+# Why the bounds are tight: a weak judge under constrained decoding tends to fill every string to
+# its maxLength and every list to its maxItems, and the reply must still fit in max_tokens (the
+# random-weight engine-tier model truncated an Outcome whose worst case was 6.8k characters).
+# Per-criterion fields repeat in one reply, so they get a few sentences each;
+# tests/pipeline/test_schema_bounds.py pins the worst-case reply size of every model.
 Short = Annotated[str, Field(max_length=200)]
-Steps = Annotated[list[Annotated[int, Field(ge=0, le=10_000)]], Field(max_length=20)]
-Shots = Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(max_length=20)]
+Steps = Annotated[list[Annotated[int, Field(ge=0, le=10_000)]], Field(max_length=10)]
+Shots = Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(max_length=10)]
 Points = Annotated[int, Field(ge=0, le=10, description=(
     "Whole points earned, from 0 to the criterion's max points (values above the max are cut to it)."))]
 MAX_CRITERIA = 12  # a rubric has at most this many criteria, so a per-criterion list has at most this many items
@@ -46,8 +55,8 @@ class _Out(BaseModel):
 class DraftCriterion(_Out):
     """A criterion as the rubric writer produces it; code assigns ids c1..cN by position."""
 
-    name: Short
-    description: Annotated[str, Field(max_length=1200, description=(
+    name: Bounded(120)
+    description: Annotated[str, Field(max_length=1000, description=(
         "What earns full, partial and zero credit, including the uncontrollable cases "
         "(login wall, CAPTCHA, sold out, entity gone, no matching results) that still earn full credit."))]
     max_points: int = Field(ge=1, le=10)
@@ -59,11 +68,11 @@ class DraftCriterion(_Out):
 class RubricDraft(_Out):
     """Rubric writer reply: the task's stated sub-goals first, then criteria, then a self-audit."""
 
-    stated_subgoals: list[Short] = Field(min_length=1, max_length=12)
-    critical_points: list[Short] = Field(default_factory=list, max_length=6, description=(
+    stated_subgoals: list[Bounded(150)] = Field(min_length=1, max_length=12)
+    critical_points: list[Bounded(150)] = Field(default_factory=list, max_length=6, description=(
         "Irreversible actions or personal data the user did not provide; never required to be crossed."))
     criteria: list[DraftCriterion] = Field(min_length=1, max_length=MAX_CRITERIA)
-    self_audit: Text = Field(description="Phantom criteria, overlaps, dependencies, double penalties checked.")
+    self_audit: Bounded(800) = Field(description="Phantom criteria, overlaps, dependencies, double penalties checked.")
 
     @model_validator(mode="after")
     def _anchored(self) -> RubricDraft:
@@ -135,9 +144,9 @@ class ConditionVerdict(str, Enum):
 
 class EvidenceItem(_Out):
     criterion_id: Annotated[str, Field(max_length=8)]
-    visible: ItemText = Field(description="What the pixels literally show for this criterion.")
-    claims_check: ItemText = Field(description="The agent's claims/actions compared with the pixels.")
-    discrepancies: ItemText = ""
+    visible: Bounded(600) = Field(description="What the pixels literally show for this criterion.")
+    claims_check: Bounded(500) = Field(description="The agent's claims/actions compared with the pixels.")
+    discrepancies: Bounded(400) = ""
     blocker_visible: bool = False
     condition: ConditionVerdict | None = Field(default=None, description="Only for conditional criteria.")
 
@@ -149,7 +158,7 @@ class EvidenceBatch(_Out):
 # ---- 5. conditions ---------------------------------------------------------------------------
 class ConditionItem(_Out):
     criterion_id: Annotated[str, Field(max_length=8)]
-    reasoning: ItemText
+    reasoning: Bounded(400)
     applies: bool
 
 
@@ -160,7 +169,7 @@ class ConditionDecision(_Out):
 # ---- 6. action-only scoring ------------------------------------------------------------------
 class ActionScore(_Out):
     criterion_id: Annotated[str, Field(max_length=8)]
-    justification: ItemText
+    justification: Bounded(600)
     earned: Points
     condition_met: bool | None = None
 
@@ -187,10 +196,10 @@ PENALISED_TAGS = frozenset({EvidenceTag.contradiction, EvidenceTag.fabrication, 
 
 class RescoreItem(_Out):
     criterion_id: Annotated[str, Field(max_length=8)]
-    reality_notes: ItemText = Field(description="Facts about the real site that correct the rubric's assumptions.")
+    reality_notes: Bounded(400) = Field(description="Facts about the real site that correct the rubric's assumptions.")
     evidence_tag: EvidenceTag
     evidence_screenshots: Shots = Field(default_factory=list)
-    justification: ItemText
+    justification: Bounded(600)
     earned: Points
 
 
@@ -200,26 +209,26 @@ class Rescoring(_Out):
 
 # ---- 8. side effects and critical points -----------------------------------------------------
 class PenaltyItem(_Out):
-    name: Short
-    description: ItemText
+    name: Bounded(120)
+    description: Bounded(400)
     points: int = Field(ge=1, le=3)
     steps: Steps = Field(default_factory=list)
     screenshots: Shots = Field(default_factory=list)
 
 
 class SideEffects(_Out):
-    reasoning: Text
-    penalties: list[PenaltyItem] = Field(default_factory=list, max_length=5)
+    reasoning: Bounded(800)
+    penalties: list[PenaltyItem] = Field(default_factory=list, max_length=3)
     critical_point_violation: bool = False
-    critical_point_reasoning: Text = ""
+    critical_point_reasoning: Bounded(400) = ""
 
 
 # ---- 9. outcome ------------------------------------------------------------------------------
 class Outcome(_Out):
     primary_intent: Short
-    reasoning: Annotated[str, Field(max_length=2500)]
-    nitpicks: list[Short] = Field(default_factory=list, max_length=10)
-    critical_issues: list[Short] = Field(default_factory=list, max_length=10)
+    reasoning: Bounded(1500)
+    nitpicks: list[Bounded(160)] = Field(default_factory=list, max_length=5)
+    critical_issues: list[Bounded(160)] = Field(default_factory=list, max_length=5)
     success: bool
 
 
@@ -262,15 +271,15 @@ def category_of(code: ErrorCode) -> str:
 
 
 class FailurePoint(_Out):
-    steps: list[Annotated[int, Field(ge=1, le=10_000)]] = Field(min_length=1, max_length=20)
+    steps: list[Annotated[int, Field(ge=1, le=10_000)]] = Field(min_length=1, max_length=10)
     error_code: ErrorCode
-    what_happened: ItemText
-    evidence: ItemText = ""
+    what_happened: Bounded(300)
+    evidence: Bounded(300) = ""
 
 
 class FailureReport(_Out):
-    reasoning: Text
-    failure_points: list[FailurePoint] = Field(default_factory=list, max_length=10)
+    reasoning: Bounded(800)
+    failure_points: list[FailurePoint] = Field(default_factory=list, max_length=5)
 
 
 class TaskValidity(_Out):

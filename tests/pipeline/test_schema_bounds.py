@@ -6,6 +6,7 @@ every number must be a bounded integer. Checked on the base models, on the per-c
 `for_call` builds, and on every model a full pipeline run actually requested.
 """
 import inspect
+import json
 
 import pytest
 from pipeline_helpers import make_traj, rubric_answer
@@ -80,3 +81,42 @@ def test_earned_points_are_whole_numbers_in_range():
     for bad in (2.5, 11, -1):
         with pytest.raises(ValueError):
             model.model_validate({"items": [{**item, "earned": bad}]})
+
+
+def worst_case_chars(schema: dict) -> int:
+    """Length of the longest compact JSON reply `schema` admits (strings filled, lists full)."""
+    if "enum" in schema or "const" in schema:
+        return max(len(json.dumps(v)) for v in schema.get("enum", [schema.get("const")]))
+    if "anyOf" in schema:
+        return max(worst_case_chars(s) for s in schema["anyOf"])
+    kind = schema.get("type")
+    if kind == "string":
+        return schema["maxLength"] + 2
+    if kind == "integer":
+        return max(len(str(schema["minimum"])), len(str(schema["maximum"])))
+    if kind == "array":
+        return 2 + schema["maxItems"] * (worst_case_chars(schema["items"]) + 1)
+    if kind == "object":
+        return 2 + sum(len(k) + 4 + worst_case_chars(v) for k, v in schema["properties"].items())
+    return {"boolean": 5, "null": 4}[kind]
+
+
+# A weak judge tends to fill every string and list, and must still close its JSON within max_tokens
+# (2048 by default; the engine-tier model truncated a 6.8k-character Outcome). These caps keep the
+# worst case small; the rubric is the one large reply (up to 12 criteria with full/partial/zero text).
+FIXED_BUDGET = {"RubricDraft": 21_000, "FailureReport": 4_500, "Outcome": 3_500, "SideEffects": 3_500,
+                "TaskValidity": 1_500}
+PER_CRITERION_BUDGET = 1_700  # characters per criterion of a per-call model (evidence is the largest)
+
+
+@pytest.mark.parametrize("name,budget", sorted(FIXED_BUDGET.items()))
+def test_worst_case_reply_of_fixed_models(name, budget):
+    assert worst_case_chars(json_schema_for(getattr(schemas, name))) <= budget
+
+
+@pytest.mark.parametrize("base", BATCHES, ids=lambda m: m.__name__)
+def test_worst_case_reply_of_per_call_models_grows_per_criterion(base):
+    for n in (1, 3, schemas.MAX_CRITERIA):
+        shots = tuple(range(1, schemas.MAX_BATCH + 1)) if base is schemas.RelevanceBatch else ()
+        size = worst_case_chars(json_schema_for(schemas.for_call(base, IDS[:n], shots)))
+        assert size <= 100 + PER_CRITERION_BUDGET * n, (n, size)
