@@ -39,7 +39,8 @@ class CriterionResult(BaseModel):
     condition_source: Literal["none", "evidence", "action", "judge", "default"] = "none"
     applies: bool = True
     earned: float = 0.0
-    """Screenshot-based points of the median rescoring run (clamped to [0, max])."""
+    """Screenshot-based points (clamped to [0, max]) of the median rescoring run, or with
+    `rescoring_median="criterion"` this criterion's median across runs."""
     action_only_earned: float | None = None
     action_only_justification: str = ""
     justification: str = ""
