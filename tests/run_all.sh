@@ -15,7 +15,7 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/pip install -q -e ".[train,bench,dev]"
 
 if [ "$engine" = 1 ]; then
-  .venv/bin/cua-verifier setup-judge-env --cpu
+  .venv/bin/cua-verifier setup-judge-env --variant cpu
   export CUA_REQUIRE_ENGINE="${CUA_REQUIRE_ENGINE:-1}"
 fi
 exec .venv/bin/python -m pytest "$@"
