@@ -94,7 +94,7 @@ PRESETS: dict[str, JudgePreset] = {p.name: p for p in [
         name="cpu-tiny", model=None, device="cpu",
         description="random-weight tiny Qwen2-VL for tests and the CPU demo (serving/tiny_model.py); "
                     "verdicts are meaningless",
-        max_model_len=16384, max_images=64, max_pixels=64 * _QWEN25_TOKEN_PX, min_pixels=4 * _QWEN25_TOKEN_PX,
+        max_model_len=32768, max_images=64, max_pixels=64 * _QWEN25_TOKEN_PX, min_pixels=4 * _QWEN25_TOKEN_PX,
         gpu_memory_utilization=None, dtype="bfloat16", max_num_seqs=8, enforce_eager=True, weights_gib=0.0,
         expected_gpu_memory="no GPU: about 3 GB of host RAM, 2 CPU cores",
         env={"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}),

@@ -88,12 +88,16 @@ class Engine:
             kill_server(self.proc)
 
     def judge_config(self, **overrides):
+        from verifier.judge.base import Sampling
         from verifier.judge.config import JudgeConfig
 
         os.environ[API_KEY_ENV] = self.api_key
         values = {"base_urls": [self.base_url], "model": self.model, "api_key_env": API_KEY_ENV,
                   "image_max_side": 224, "timeout_s": 60.0, "transport_retries": 1, "backoff_initial_s": 0.1,
-                  "backoff_max_s": 0.5, "max_concurrency": 8}
+                  "backoff_max_s": 0.5, "max_concurrency": 8,
+                  # Random weights fill every string to its maxLength, and the tiny byte-level
+                  # tokenizer spends 2-3 tokens on a non-ASCII character: give replies room.
+                  "sampling": Sampling(max_tokens=8192)}
         values.update(overrides)
         return JudgeConfig(**values)
 
@@ -117,9 +121,19 @@ def judge_venv() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_model() -> Path:
-    """The random-weight tiny Qwen2-VL, built once into the cache dir (reused while up to date)."""
-    return build_tiny_qwen2vl(Path(os.environ.get("CUA_TINY_MODEL_DIR") or REPO / ".cache" / "tiny-qwen2vl"))
+def tiny_model(judge_venv: Path) -> Path:
+    """The random-weight tiny Qwen2-VL, built once into the cache dir (reused while up to date).
+
+    Built with this environment's transformers when it has them, else with the judge venv's."""
+    out = Path(os.environ.get("CUA_TINY_MODEL_DIR") or REPO / ".cache" / "tiny-qwen2vl")
+    try:
+        import tokenizers  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        subprocess.run([str(judge_venv / "bin" / "python"), str(REPO / "serving" / "tiny_model.py"), str(out)],
+                       check=True, capture_output=True)
+        return out
+    return build_tiny_qwen2vl(out)
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@ the plumbing checks every real verification must pass (whatever the random model
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 
 from PIL import Image, ImageDraw
@@ -132,7 +133,8 @@ def known_gap(exc: BaseException) -> str | None:
 
     if isinstance(exc, JudgeError) and GAP_NO_CRITERION[0] in str(exc):
         return GAP_NO_CRITERION[1]
-    if isinstance(exc, JudgeTruncatedError) and not floats_bounded():
+    if (isinstance(exc, JudgeTruncatedError) and not floats_bounded()
+            and re.search(r"\d\.\d{40,}", exc.last_reply or "")):
         return GAP_FLOAT_DIGITS
     return None
 

@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from pipeline_support import SpyJudge, assert_plumbing, synthetic_trajectory, verify_or_xfail
+from pipeline_support import SpyJudge, assert_plumbing, known_gap, synthetic_trajectory, verify_or_xfail
 
 from verifier.cache import StageCache
 from verifier.config import VerifierConfig
@@ -55,10 +55,18 @@ async def test_several_verifications_at_once_share_the_rubric(engine, spy):
     group = [synthetic_trajectory(5, task_id="group-task", seed=s) for s in (0, 1, 2)]
     cache = StageCache()
     spies = [SpyJudge(spy) for _ in group]  # per-rollout views over one shared HTTP client
-    results = await verify_or_xfail(asyncio.gather(*[verify(t, judge=s, cache=cache)
-                                                     for t, s in zip(group, spies)]))
+    outcomes = await asyncio.gather(*[verify(t, judge=s, cache=cache) for t, s in zip(group, spies)],
+                                    return_exceptions=True)
     rubric_calls = [sum(c.stage == "rubric" for c in s.calls) for s in spies]
     assert sum(rubric_calls) == 1, rubric_calls  # generated once for the whole group
-    for traj, s, result in zip(group, spies, results):
-        assert_plumbing(result, s, traj, model=engine.model, rubric_cached=not any(c.stage == "rubric"
-                                                                                    for c in s.calls))
+    assert all(s.images("relevance") for s in spies)  # every rollout's screenshots went out
+    gaps = []
+    for traj, s, outcome in zip(group, spies, outcomes):
+        if isinstance(outcome, BaseException):
+            if not known_gap(outcome):  # only the reported pipeline gap is tolerated, per rollout
+                raise outcome
+            gaps.append(known_gap(outcome))
+            continue
+        assert_plumbing(outcome, s, traj, model=engine.model, rubric_cached=rubric_calls[spies.index(s)] == 0)
+    if len(gaps) == len(group):
+        pytest.xfail(f"known gap in every rollout: {gaps[0]}")

@@ -1,8 +1,10 @@
 """The judge server dies in the middle of an offline scoring run (`score-dataset`).
 
-Expected: the run finishes on its own; rollouts scored before the crash stay in the log untouched;
-the rest are `unscored` with a transport-error reason (never zero scores); a rerun against a fresh
-server skips the scored ids and retries only the unscored ones. The server is SIGKILLed as a
+Expected: the run finishes on its own; records finished before the crash stay in the log untouched;
+every rollout after it is `unscored` with a transport-error reason (never a zero score); a rerun
+against a fresh server skips the scored ids and retries only the unscored ones. (With random
+weights a rollout finished before the crash may itself be unscored for a verdict-related reason;
+the checks hold either way.) The server is SIGKILLed as a
 whole process group, as a crashed node would vanish. Named `zz` so it runs last; the `engine`
 fixture restarts the server for any test that needs it afterwards.
 """
@@ -19,7 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from pipeline_support import GAP_FLOAT_DIGITS, GAP_NO_CRITERION, floats_bounded, synthetic_trajectory
+from pipeline_support import synthetic_trajectory
 
 pytestmark = pytest.mark.engine
 
@@ -27,6 +29,7 @@ TASKS = ["Find a dog-friendly trail near Boulder.", "Book a table for two at 7pm
          "Compare the prices of two laptops.", "Subscribe to the newsletter with a test address.",
          "Find the opening hours of the city library.", "Add a blue T-shirt to the cart.",
          "Look up tomorrow's weather in Oslo.", "Rename the shared folder to Reports."]
+N_ROLLOUTS = 5
 
 
 def _records(path: Path) -> list[dict]:
@@ -35,18 +38,20 @@ def _records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip().endswith("}")]
 
 
-def _score_dataset(src: Path, out: Path, engine, cfg: Path) -> subprocess.Popen:
+def _score_dataset(src: Path, out: Path, engine, cfg: Path, log: Path) -> subprocess.Popen:
+    """Run `cua-verifier score-dataset` in a child process; its output goes to `log` (no pipe to fill)."""
     argv = [sys.executable, "-c", "import sys; from verifier.cli import main; sys.exit(main(sys.argv[1:]))",
             "score-dataset", str(src), "--out", str(out), "--judge-url", engine.base_url,
             "--model", engine.model, "--config", str(cfg), "--concurrency", "2", "--no-progress"]
     env = {**os.environ, "CUA_JUDGE_API_KEY": engine.api_key}
-    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with open(log, "w") as fh:
+        return subprocess.Popen(argv, env=env, stdout=fh, stderr=subprocess.STDOUT)
 
 
 def test_server_killed_mid_run(engine, tmp_path):
     src = tmp_path / "rollouts"
     src.mkdir()
-    for i, task in enumerate(TASKS[:5]):
+    for i, task in enumerate(TASKS[:N_ROLLOUTS]):
         traj = synthetic_trajectory(6, task_id=f"t{i}", seed=i)
         traj = traj.model_copy(update={"task": traj.task.model_copy(update={"instruction": task})})
         (src / f"r{i}.json").write_text(traj.to_json())
@@ -55,40 +60,43 @@ def test_server_killed_mid_run(engine, tmp_path):
                                          "timeout_s": 30, "image_max_side": 224}}))
     out = tmp_path / "results.jsonl"
 
-    proc = _score_dataset(src, out, engine, cfg)
+    log1, log2 = tmp_path / "run1.log", tmp_path / "run2.log"
+    proc = _score_dataset(src, out, engine, cfg, log1)
     deadline = time.monotonic() + 300
-    while not any(r["status"] == "scored" for r in _records(out)):
-        if proc.poll() is not None:
-            reasons = [r["reason"] or "" for r in _records(out)]
-            gaps = {GAP_NO_CRITERION[1] if GAP_NO_CRITERION[0] in x else GAP_FLOAT_DIGITS
-                    if x.startswith("JudgeTruncatedError") and not floats_bounded() else None for x in reasons}
-            if reasons and None not in gaps:
-                pytest.xfail("known gaps: " + " | ".join(sorted(gaps)))
-            pytest.fail(f"scoring ended before anything was scored:\n{proc.stdout.read()[-3000:]}")
-        assert time.monotonic() < deadline, "nothing scored within 300 s"
-        time.sleep(0.5)
+    while not _records(out):  # wait until the first rollout is finished (scored or not)
+        assert proc.poll() is None, f"scoring ended before writing anything:\n{log1.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, "no rollout finished within 300 s"
+        time.sleep(0.2)
     engine.kill()
-    before = {r["id"]: r for r in _records(out) if r["status"] == "scored"}
-    stdout, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 0, stdout[-3000:]
+    before = _records(out)  # everything finished before the crash
+    assert proc.wait(timeout=300) == 0, log1.read_text()[-3000:]
 
     recs = _records(out)
     ids = [r["id"] for r in recs]
-    assert sorted(ids) == sorted(set(ids)) and len(ids) == 5, ids  # each rollout exactly once
-    for rid, rec in before.items():  # finished work survived the crash byte for byte
-        assert next(r for r in recs if r["id"] == rid) == rec
-    unscored = [r for r in recs if r["status"] == "unscored"]
-    assert unscored, "the crash should have left some rollouts unscored"
-    for r in unscored:
-        assert r["result"] is None and r["reason"].startswith(("JudgeUnavailableError", "JudgeError"))
-    assert any(r["reason"].startswith("JudgeUnavailableError") for r in unscored)
+    assert sorted(ids) == sorted(set(ids)) and len(ids) == N_ROLLOUTS, ids  # each rollout exactly once
+    assert recs[:len(before)] == before  # finished work survived the crash untouched
+    after = recs[len(before):]
+    assert after, "the crash should have left rollouts to fail"
+    for r in after:  # typed transport errors, never scores
+        assert r["status"] == "unscored" and r["result"] is None, r
+        assert r["reason"].startswith("JudgeUnavailableError"), r["reason"]
+    for r in recs:
+        assert (r["status"] == "scored") == (r["result"] is not None)
 
-    # A rerun against a fresh server retries only what was not scored.
+    # A rerun against a fresh server skips what was scored and retries only the unscored rollouts.
     engine.ensure_running()
-    rerun = _score_dataset(src, out, engine, cfg)
-    stdout, _ = rerun.communicate(timeout=600)
-    assert rerun.returncode == 0, stdout[-3000:]
+    rerun = _score_dataset(src, out, engine, cfg, log2)
+    assert rerun.wait(timeout=600) == 0, log2.read_text()[-3000:]
+    stdout = log2.read_text()
     scored_first = {r["id"] for r in recs if r["status"] == "scored"}
-    assert f"already done {len(scored_first)}" in stdout
-    new = _records(out)[len(recs):]
-    assert {r["id"] for r in new} == {r["id"] for r in unscored}
+    assert f"already done {len(scored_first)}" in stdout, stdout[-2000:]
+    first = {r["id"]: r for r in recs}
+    final = {}
+    for r in _records(out):  # the log may be rewritten (deduplicated) at export: last record per id wins
+        final[r["id"]] = r
+    assert set(final) == set(ids)
+    for rid in ids:
+        if rid in scored_first:
+            assert final[rid] == first[rid]  # not re-run
+        else:
+            assert final[rid]["scored_at"] > first[rid]["scored_at"]  # retried
