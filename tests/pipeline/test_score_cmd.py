@@ -1,5 +1,6 @@
 """`cua-verifier score`: one record per trajectory, resumable, failures as unscored records."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +10,8 @@ from verifier.testing import ScriptedJudge
 
 pytest.importorskip("verifier.loaders")
 pytest.importorskip("verifier.records")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "trajectories"
 
 
 def lines(path):
@@ -54,4 +57,41 @@ def test_failures_become_unscored_records_and_are_retried(shared_data, tmp_path,
 def test_bad_config_is_a_usage_error(tmp_path, capsys):
     assert main(["score", str(tmp_path), "--out", str(tmp_path / "o.jsonl"), "--votes", "2",
                  "--model", "m", "--judge-url", "http://x/v1"]) == 2
-    assert "votes must be odd" in capsys.readouterr().out
+    assert "votes must be odd" in capsys.readouterr().err
+
+
+def test_no_judge_configured_refuses_with_no_demo(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("CUA_JUDGE_URL", raising=False)
+    assert main(["score", str(EXAMPLES), "--out", str(tmp_path / "o.jsonl"), "--no-demo"]) == 2
+    assert "CUA_JUDGE_URL" in capsys.readouterr().err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_no_judge_configured_starts_the_demo_judge_and_says_so(tmp_path, capsys, monkeypatch):
+    """The README's first command: no judge URL -> demo judge, with the warning before and after."""
+    import serving.demo as demo_mod
+    from reward.echo_judge import EchoJudgeServer
+
+    monkeypatch.delenv("CUA_JUDGE_URL", raising=False)
+    monkeypatch.delenv("CUA_JUDGE_MODEL", raising=False)
+    server = EchoJudgeServer()
+    server.start()
+    stopped = []
+
+    class FakeDemo:
+        base_url, model, log_path = server.url, "judge", tmp_path / "demo.log"
+
+        def stop(self):
+            stopped.append(True)
+
+    monkeypatch.setattr(demo_mod, "start_demo_judge", lambda **kw: FakeDemo())
+    try:
+        code = main(["score", str(EXAMPLES), "--out", str(tmp_path / "o.jsonl"), "--no-progress"])
+    finally:
+        server.stop()
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert err.count(demo_mod.DEMO_WARNING) == 2 and stopped == [True]
+    assert server.requests > 0
+    lines = (tmp_path / "o.jsonl").read_text().splitlines()
+    assert len(lines) == 3 and all('"status":"scored"' in line for line in lines)

@@ -17,12 +17,15 @@ import argparse
 import asyncio
 import json
 import logging
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, CuaVerifierError, TrajectoryError
+from ..errors import ConfigError, CuaVerifierError, JudgeUnavailableError, TrajectoryError
 
 log = logging.getLogger(__name__)
 Item = tuple[str, Callable[[], Any]]  # (id, thunk -> Trajectory)
@@ -40,6 +43,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--top-k", type=int, help="screenshots analysed per criterion")
     p.add_argument("--concurrency", type=int, default=4, help="trajectories verified at once (default 4)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-demo", action="store_true",
+                   help="fail instead of starting the CPU demo judge when no judge is configured")
     p.set_defaults(func=run)
 
 
@@ -90,9 +95,11 @@ def build_config(args: argparse.Namespace) -> Any:
 
 
 def build_judge(args: argparse.Namespace) -> Any:
-    from ..judge import JudgeConfig, make_judge
+    from ..judge import JudgeConfig, Sampling, make_judge
 
     overrides: dict[str, Any] = {}
+    if getattr(args, "demo_judge", False):  # a random-weight model fills every bounded string: give its replies room, keep images small
+        overrides.update(sampling=Sampling(max_tokens=8192), image_max_side=224)
     if args.judge_url:
         overrides["base_urls"] = [u.strip() for u in args.judge_url.split(",") if u.strip()]
     if args.model:
@@ -147,13 +154,51 @@ async def score_all(items: Iterator[Item], out: Path, judge: Any, config: Any, *
     return counts
 
 
+def _judge_configured(args: argparse.Namespace) -> bool:
+    return bool(args.judge_url or os.environ.get("CUA_JUDGE_URL"))
+
+
+def start_demo(args: argparse.Namespace) -> Any:
+    """No judge configured: start the CPU demo judge (random weights) and point `args` at it.
+
+    Why: the README's first command must work on a fresh machine with no GPU. The verdicts of a
+    random-weight model mean nothing, so the warning is printed before and after the run.
+    """
+    from serving.demo import DEMO_WARNING, start_demo_judge
+
+    print(DEMO_WARNING, file=sys.stderr)
+    print("starting the CPU demo judge (no --judge-url / CUA_JUDGE_URL given; --no-demo to refuse)...",
+          file=sys.stderr)
+    demo = start_demo_judge()
+    args.judge_url, args.model = demo.base_url, demo.model
+    print(f"demo judge ready at {demo.base_url} (log: {demo.log_path})", file=sys.stderr)
+    return demo
+
+
 def run(args: argparse.Namespace) -> int:
+    demo = None
     try:
         config = build_config(args)
+        if not _judge_configured(args) and not args.no_demo:
+            demo = start_demo(args)
+        args.demo_judge = demo is not None
         judge = build_judge(args)
-    except ConfigError as exc:
-        print(f"error: {exc}")
+    except (ConfigError, JudgeUnavailableError, subprocess.CalledProcessError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if demo is not None:
+            demo.stop()
         return 2
+    try:
+        return _score(args, config, judge)
+    finally:
+        if demo is not None:
+            demo.stop()
+            from serving.demo import DEMO_WARNING
+
+            print(DEMO_WARNING, file=sys.stderr)
+
+
+def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
 
     async def main() -> dict[str, int]:
         try:
