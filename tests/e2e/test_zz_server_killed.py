@@ -29,7 +29,7 @@ TASKS = ["Find a dog-friendly trail near Boulder.", "Book a table for two at 7pm
          "Compare the prices of two laptops.", "Subscribe to the newsletter with a test address.",
          "Find the opening hours of the city library.", "Add a blue T-shirt to the cart.",
          "Look up tomorrow's weather in Oslo.", "Rename the shared folder to Reports."]
-N_ROLLOUTS = 5
+N_ROLLOUTS = 3
 
 
 def _records(path: Path) -> list[dict]:
@@ -38,11 +38,11 @@ def _records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip().endswith("}")]
 
 
-def _score_dataset(src: Path, out: Path, engine, cfg: Path, log: Path) -> subprocess.Popen:
+def _score_dataset(src: Path, out: Path, engine, cfg: Path, log: Path, concurrency: int) -> subprocess.Popen:
     """Run `cua-verifier score-dataset` in a child process; its output goes to `log` (no pipe to fill)."""
     argv = [sys.executable, "-c", "import sys; from verifier.cli import main; sys.exit(main(sys.argv[1:]))",
             "score-dataset", str(src), "--out", str(out), "--judge-url", engine.base_url,
-            "--model", engine.model, "--config", str(cfg), "--concurrency", "2", "--no-progress"]
+            "--model", engine.model, "--config", str(cfg), "--concurrency", str(concurrency), "--no-progress"]
     env = {**os.environ, "CUA_JUDGE_API_KEY": engine.api_key}
     with open(log, "w") as fh:
         return subprocess.Popen(argv, env=env, stdout=fh, stderr=subprocess.STDOUT)
@@ -52,7 +52,7 @@ def test_server_killed_mid_run(engine, tmp_path):
     src = tmp_path / "rollouts"
     src.mkdir()
     for i, task in enumerate(TASKS[:N_ROLLOUTS]):
-        traj = synthetic_trajectory(6, task_id=f"t{i}", seed=i)
+        traj = synthetic_trajectory(3, task_id=f"t{i}", seed=i)
         traj = traj.model_copy(update={"task": traj.task.model_copy(update={"instruction": task})})
         (src / f"r{i}.json").write_text(traj.to_json())
     cfg = tmp_path / "settings.json"
@@ -61,7 +61,7 @@ def test_server_killed_mid_run(engine, tmp_path):
     out = tmp_path / "results.jsonl"
 
     log1, log2 = tmp_path / "run1.log", tmp_path / "run2.log"
-    proc = _score_dataset(src, out, engine, cfg, log1)
+    proc = _score_dataset(src, out, engine, cfg, log1, concurrency=2)  # one rollout left to fail
     deadline = time.monotonic() + 300
     while not _records(out):  # wait until the first rollout is finished (scored or not)
         assert proc.poll() is None, f"scoring ended before writing anything:\n{log1.read_text()[-3000:]}"
@@ -75,17 +75,18 @@ def test_server_killed_mid_run(engine, tmp_path):
     ids = [r["id"] for r in recs]
     assert sorted(ids) == sorted(set(ids)) and len(ids) == N_ROLLOUTS, ids  # each rollout exactly once
     assert recs[:len(before)] == before  # finished work survived the crash untouched
-    after = recs[len(before):]
-    assert after, "the crash should have left rollouts to fail"
-    for r in after:  # typed transport errors, never scores
-        assert r["status"] == "unscored" and r["result"] is None, r
-        assert r["reason"].startswith("JudgeUnavailableError"), r["reason"]
+    # After the crash: failures are typed transport errors, never scores. (A rollout whose last reply
+    # arrived just before the kill may still be written, scored, after it.)
+    failed_after = [r for r in recs[len(before):] if r["status"] == "unscored"]
+    assert failed_after, "the crash should have left rollouts to fail"
+    for r in failed_after:
+        assert r["result"] is None and r["reason"].startswith("JudgeUnavailableError"), r["reason"]
     for r in recs:
         assert (r["status"] == "scored") == (r["result"] is not None)
 
     # A rerun against a fresh server skips what was scored and retries only the unscored rollouts.
     engine.ensure_running()
-    rerun = _score_dataset(src, out, engine, cfg, log2)
+    rerun = _score_dataset(src, out, engine, cfg, log2, concurrency=N_ROLLOUTS)
     assert rerun.wait(timeout=600) == 0, log2.read_text()[-3000:]
     stdout = log2.read_text()
     scored_first = {r["id"] for r in recs if r["status"] == "scored"}
