@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -68,6 +69,22 @@ def ensure_tiny_model(venv: Path, model_dir: Path) -> Path:
     return model_dir
 
 
+def _free_port(preferred: int) -> int:
+    """`preferred` if nothing listens there, else a free ephemeral port.
+
+    Why: a health check against a port someone else already serves on would pass at once and send
+    our requests (and API key) to that other server.
+    """
+    for candidate in (preferred, 0):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
+    raise JudgeUnavailableError("no free loopback port for the demo judge")
+
+
 def start_demo_judge(*, venv: str | Path | None = None, model_dir: str | Path | None = None,
                      port: int = 8765, health_timeout_s: float = 600.0, quiet: bool = False) -> DemoJudge:
     """Set up (if needed) and start the demo judge; returns once /health answers.
@@ -77,6 +94,7 @@ def start_demo_judge(*, venv: str | Path | None = None, model_dir: str | Path | 
         subprocess.CalledProcessError: the environment setup or the model build failed.
     """
     cache = _cache_dir()
+    port = _free_port(port)
     venv = ensure_judge_env(Path(venv) if venv else Path(".venv-judge"), quiet=quiet)
     model = ensure_tiny_model(venv, Path(model_dir) if model_dir else cache / "tiny-qwen2vl")
     cfg = ServeConfig(preset=get_preset("cpu-tiny"), model=str(model), venv=str(venv), port=port,
