@@ -12,7 +12,7 @@ Rounds (each a set of concurrent calls; the numbers are the worst case):
     8 diagnosis: failure points || task ambiguity
 
 So `usage.rounds <= 8`, and calls = 1 + A + ceil(D/b) + 1 + S + C + V + 1 + V + 2*diag (see
-verifier/RESULT.md). Stages the run can do without degrade (listed in `result.degraded`); the
+README.md, "Call count and rounds"). Stages the run can do without degrade (listed in `result.degraded`); the
 rubric, and rescoring *and* action scoring both failing, or every outcome vote failing, raise
 the judge's `JudgeError`.
 """
@@ -64,7 +64,7 @@ MAX_ROUNDS = 8
 
 def expected_calls(*, distinct: int, analysed: int, config: VerifierConfig, conditions_call: bool = False,
                    rubric_cached: bool = False, relevance_cached: int = 0) -> int:
-    """Judge calls of one verification without failures (the formula in verifier/RESULT.md).
+    """Judge calls of one verification without failures (the formula in README.md, "Call count and rounds").
 
     calls = R + A + ceil((D - cached) / b) + 1 + S + C + V + 1 + V + 2*diag, where R = 1 (0 when
     the rubric came from the cache), A = rubric audit, D = distinct screenshots, b = relevance

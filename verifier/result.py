@@ -4,7 +4,7 @@ It carries the verdicts (process score and success, outcome and its reasoning), 
 behind them (a per-criterion table, the relevance matrix, the top-k groups, penalties, the
 diagnosis), and the provenance needed to trust or reproduce them (config, model ids, prompt
 ids/versions/hashes, calls/tokens/latency/rounds per stage, and every stage that degraded).
-See verifier/RESULT.md ("Reading a result").
+See the README, section "Reading a result".
 """
 from __future__ import annotations
 
