@@ -18,8 +18,9 @@ def test_from_env_reads_replicas_and_model(monkeypatch):
 def test_from_env_missing_is_a_config_error(monkeypatch):
     monkeypatch.delenv("CUA_JUDGE_URL", raising=False)
     monkeypatch.delenv("CUA_JUDGE_MODEL", raising=False)
-    with pytest.raises(ConfigError, match="CUA_JUDGE_URL and CUA_JUDGE_MODEL"):
+    with pytest.raises(ConfigError, match="CUA_JUDGE_URL and CUA_JUDGE_MODEL") as info:
         JudgeConfig.from_env()
+    assert "pass --judge-url/--model" in str(info.value)  # the CLI shows this message as is
     monkeypatch.setenv("CUA_JUDGE_URL", "ftp://nope")
     monkeypatch.setenv("CUA_JUDGE_MODEL", "judge")
     with pytest.raises(ConfigError, match="http://host:port/v1"):

@@ -115,7 +115,8 @@ class JudgeConfig(BaseModel):
         missing = [env for key, env in (("base_urls", "CUA_JUDGE_URL"), ("model", "CUA_JUDGE_MODEL"))
                    if not values.get(key)]
         if missing:
-            raise ConfigError(f"judge not configured: set {' and '.join(missing)} (or pass them explicitly)")
+            raise ConfigError(f"judge not configured: set {' and '.join(missing)} "
+                              "(or pass --judge-url/--model)")
         try:
             return cls(**values)
         except ValidationError as exc:
