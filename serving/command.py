@@ -4,8 +4,10 @@ Keeping this pure (config in, argv + environment out, nothing read from the mach
 `--dry-run` output, the real launch and the end-to-end test fixture share one code path: what CI
 starts on CPU is what a user starts on a GPU node, flag for flag.
 
-The API key never appears in clear in the command: the argv holds the placeholder ``$VAR`` and
-`LaunchCommand.resolved_argv` substitutes the value from the environment only at launch time.
+The API key never appears on the command line: anyone on the machine can read a process's argv
+(`ps`, /proc/PID/cmdline), while its environment is readable only by its owner. So the key reaches
+vLLM as ``VLLM_API_KEY`` in the child's environment (`LaunchCommand.launch_env`), copied at launch
+time from the variable the user named; `--dry-run` shows ``VLLM_API_KEY="$VAR"``, never the value.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from .presets import JudgePreset
 CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 STRUCTURED_OUTPUTS = {"backend": "guidance", "disable_any_whitespace": True}
 BASE_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+SERVER_KEY_ENV = "VLLM_API_KEY"  # vLLM's API server reads its key from here when --api-key is absent
 
 
 class ServeConfig(BaseModel):
@@ -61,24 +64,28 @@ class ServeConfig(BaseModel):
 
 
 class LaunchCommand(BaseModel):
-    argv: list[str]
+    argv: list[str]  # never holds a secret
     env: dict[str, str]  # added to the parent environment at launch
-    secret_env: dict[int, str] = Field(default_factory=dict)  # argv index -> env var holding the value
+    secret_env: dict[str, str] = Field(default_factory=dict)  # child env var -> parent env var with the value
+    unset_env: list[str] = Field(default_factory=list)  # removed from the child's environment
 
     def shell(self) -> str:
         """A copy-pasteable shell line; secrets stay as "$VAR"."""
-        words = [f'"${self.secret_env[i]}"' if i in self.secret_env else shlex.quote(a)
-                 for i, a in enumerate(self.argv)]
         env = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
-        return " ".join(env + words)
+        env += [f'{k}="${v}"' for k, v in sorted(self.secret_env.items())]
+        line = " ".join(env + [shlex.quote(a) for a in self.argv])
+        return " ".join([f"env -u {k}" for k in self.unset_env] + [line])
 
-    def resolved_argv(self, environ: Mapping[str, str]) -> list[str]:
-        argv = list(self.argv)
-        for i, var in self.secret_env.items():
+    def launch_env(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """The child's full environment: `environ` plus `env`, with the secrets copied in."""
+        out = {**environ, **self.env}
+        for var in self.unset_env:
+            out.pop(var, None)
+        for child_var, var in self.secret_env.items():
             if not environ.get(var):
                 raise ConfigError(f"environment variable {var} (the judge API key) is not set")
-            argv[i] = environ[var]
-        return argv
+            out[child_var] = environ[var]
+        return out
 
 
 def _is_loopback(host: str) -> bool:
@@ -132,11 +139,8 @@ def build_command(cfg: ServeConfig) -> LaunchCommand:
         argv.append("--enforce-eager")
     if p.mm_encoder_tp_mode and (cfg.tensor_parallel_size or p.tensor_parallel_size) > 1:
         argv += ["--mm-encoder-tp-mode", p.mm_encoder_tp_mode]
-    argv += list(p.extra_args)
-    secret_env: dict[int, str] = {}
-    if cfg.api_key_env:
-        argv.append("--api-key")
-        secret_env[len(argv)] = cfg.api_key_env
-        argv.append(f"${cfg.api_key_env}")
-    argv += cfg.extra_args
-    return LaunchCommand(argv=argv, env={**BASE_ENV, **p.env}, secret_env=secret_env)
+    argv += list(p.extra_args) + cfg.extra_args
+    # No key configured: a stray VLLM_API_KEY in the caller's shell must not switch auth on.
+    secret = {SERVER_KEY_ENV: cfg.api_key_env} if cfg.api_key_env else {}
+    return LaunchCommand(argv=argv, env={**BASE_ENV, **p.env}, secret_env=secret,
+                         unset_env=[] if secret else [SERVER_KEY_ENV])

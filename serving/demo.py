@@ -7,8 +7,11 @@ the verdicts mean nothing: callers must say so in their output (`DEMO_WARNING`).
 
     from serving.demo import start_demo_judge
     judge = start_demo_judge()          # DemoJudge(base_url, model, api_key_env, proc)
-    ...                                 # JudgeConfig(base_urls=[judge.base_url], model=judge.model)
-    judge.stop()
+    ...                                 # JudgeConfig(base_urls=[judge.base_url], model=judge.model,
+    judge.stop()                        #             api_key_env=judge.api_key_env)
+
+The demo always generates its own key, under a private variable name: reusing the user's
+``CUA_JUDGE_API_KEY`` would hand a real provider key to a random-weight local server.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from .launcher import start_server, stop_server, wait_for_health
 from .presets import get_preset
 
 SERVING_DIR = Path(__file__).resolve().parent
-DEMO_KEY_ENV = "CUA_JUDGE_API_KEY"  # what clients read by default
+DEMO_KEY_ENV = "CUA_DEMO_JUDGE_API_KEY"  # private: never the user's CUA_JUDGE_API_KEY
 DEMO_WARNING = ("NOTE: verdicts come from a random-weight DEMO judge (tiny Qwen2-VL on CPU) and mean "
                 "nothing. Point the verifier at a real judge: serve one on a GPU node with `cua-verifier "
                 "serve-judge --preset qwen2.5-vl-7b`, then set CUA_JUDGE_URL and CUA_JUDGE_MODEL.")
@@ -37,17 +40,35 @@ DEMO_WARNING = ("NOTE: verdicts come from a random-weight DEMO judge (tiny Qwen2
 class DemoJudge:
     base_url: str
     model: str
-    api_key_env: str
+    api_key_env: str  # set in this process's environment; give it to the client (JudgeConfig.api_key_env)
     proc: subprocess.Popen
     log_path: Path
-    generated_key: bool  # the key was generated here (so printing it reveals nothing of the user's)
 
     def stop(self) -> None:
         stop_server(self.proc)
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
     return Path(os.environ.get("CUA_CACHE_DIR") or Path.home() / ".cache" / "cua-verifier")
+
+
+def repo_root() -> Path | None:
+    """The source checkout this package runs from, or None when installed (e.g. from a wheel)."""
+    root = SERVING_DIR.parent
+    return root if (root / "pyproject.toml").is_file() and (root / "verifier").is_dir() else None
+
+
+def default_judge_venv() -> Path:
+    """Where the judge environment lives, whatever the current directory.
+
+    ``CUA_JUDGE_VENV`` when set; else ``<checkout>/.venv-judge`` when running from a source
+    checkout (what `tests/run_all.sh` and the end-to-end fixture use); else the cache directory.
+    Never relative to the cwd: `score` run from a data folder must not build a new multi-GB env.
+    """
+    if env := os.environ.get("CUA_JUDGE_VENV"):
+        return Path(env).expanduser()
+    root = repo_root()
+    return root / ".venv-judge" if root is not None else cache_dir() / "judge-venv"
 
 
 def ensure_judge_env(venv: Path, *, quiet: bool = False) -> Path:
@@ -93,22 +114,22 @@ def start_demo_judge(*, venv: str | Path | None = None, model_dir: str | Path | 
         JudgeUnavailableError: the server did not become healthy (the message has the log tail).
         subprocess.CalledProcessError: the environment setup or the model build failed.
     """
-    cache = _cache_dir()
+    cache = cache_dir()
     port = _free_port(port)
-    venv = ensure_judge_env(Path(venv) if venv else Path(".venv-judge"), quiet=quiet)
+    venv = ensure_judge_env(Path(venv) if venv else default_judge_venv(), quiet=quiet)
     model = ensure_tiny_model(venv, Path(model_dir) if model_dir else cache / "tiny-qwen2vl")
     cfg = ServeConfig(preset=get_preset("cpu-tiny"), model=str(model), venv=str(venv), port=port,
                       api_key_env=DEMO_KEY_ENV)
-    generated = not os.environ.get(DEMO_KEY_ENV)
-    if generated:  # the client in this process reads it from here
-        os.environ[DEMO_KEY_ENV] = secrets.token_urlsafe(16)
+    os.environ[DEMO_KEY_ENV] = secrets.token_urlsafe(16)  # fresh every start; the client reads it here
     log_path = cache / "demo-judge.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    proc = start_server(build_command(cfg), log=log_path)
+    # The server's environment gets the demo key, and not the user's real one.
+    environ = {k: v for k, v in os.environ.items() if k != "CUA_JUDGE_API_KEY"}
+    proc = start_server(build_command(cfg), environ=environ, log=log_path)
     try:
         wait_for_health(cfg.health_url, timeout_s=health_timeout_s, proc=proc, log_path=log_path)
     except JudgeUnavailableError:
         stop_server(proc)
         raise
     return DemoJudge(base_url=cfg.base_url, model=cfg.served_model_name, api_key_env=DEMO_KEY_ENV, proc=proc,
-                     log_path=log_path, generated_key=generated)
+                     log_path=log_path)

@@ -71,15 +71,14 @@ def start_server(cmd: LaunchCommand, *, environ: Mapping[str, str] | None = None
                  log: str | Path | IO | None = None) -> subprocess.Popen:
     """Start the server in a new session (own process group). `log`: a path, an open file, or None
     to inherit the caller's stdout/stderr."""
-    env = {**(os.environ if environ is None else environ), **cmd.env}
-    argv = cmd.resolved_argv(env)
+    env = cmd.launch_env(os.environ if environ is None else environ)
     out: IO | None
     if isinstance(log, (str, Path)):
         Path(log).parent.mkdir(parents=True, exist_ok=True)
         out = open(log, "ab")  # noqa: SIM115 - handed to the child; closed with it
     else:
         out = log
-    return subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT if out else None,
+    return subprocess.Popen(cmd.argv, env=env, stdout=out, stderr=subprocess.STDOUT if out else None,
                             stdin=subprocess.DEVNULL, start_new_session=True)
 
 

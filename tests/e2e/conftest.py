@@ -5,7 +5,8 @@ preset), so what is tested is what `serve-judge` runs. One server per session; a
 it (to check crash handling) leaves it dead and the next test that needs it restarts it.
 
 Where things come from (all overridable):
-- judge venv: ``CUA_JUDGE_VENV`` or ``.venv-judge`` (made by ``serving/setup_judge_env.sh --cpu``);
+- judge venv: ``serving.demo.default_judge_venv()``: ``CUA_JUDGE_VENV`` or the checkout's ``.venv-judge``
+  (what ``cua-verifier setup-judge-env --variant cpu`` creates, as tests/run_all.sh does);
 - model: built into ``CUA_TINY_MODEL_DIR`` or ``.cache/tiny-qwen2vl`` (reused when up to date).
 Without a judge venv the tier skips locally and fails loudly when ``CUA_REQUIRE_ENGINE=1`` (CI).
 """
@@ -103,7 +104,9 @@ class Engine:
 
 
 def _judge_venv() -> Path | None:
-    venv = Path(os.environ.get("CUA_JUDGE_VENV") or REPO / ".venv-judge")
+    from serving.demo import default_judge_venv
+
+    venv = default_judge_venv()
     return venv if (venv / "bin" / "python").is_file() else None
 
 

@@ -6,8 +6,11 @@ these checks pin what a user would actually start on a GPU node.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -65,8 +68,10 @@ def test_dry_run_prints_the_presets_command(name, capsys, monkeypatch):
     assert int(_flag(argv, "--data-parallel-size")) == preset.data_parallel_size
     assert ("--mm-encoder-tp-mode" in argv) == (preset.tensor_parallel_size > 1 and bool(preset.mm_encoder_tp_mode))
     assert ("--enforce-eager" in argv) == preset.enforce_eager
-    # The key is referenced, never printed: the shell expands "$CUA_JUDGE_API_KEY" at launch.
-    assert _flag(argv, "--api-key") == "$CUA_JUDGE_API_KEY"
+    # The key travels in vLLM's environment, referenced and never printed; never on the command line
+    # (argv is world-readable through ps and /proc).
+    assert env["VLLM_API_KEY"] == "$CUA_JUDGE_API_KEY"
+    assert "--api-key" not in argv
 
 
 def test_overrides_reach_the_command(capsys, monkeypatch):
@@ -89,16 +94,40 @@ def test_literal_dry_run_line_keeps_the_variable_unexpanded(capsys, monkeypatch)
     monkeypatch.setenv("CUA_JUDGE_API_KEY", SECRET)
     assert main(["serve-judge", "--dry-run", "--preset", "qwen3-vl-8b"]) == 0
     out = capsys.readouterr().out
-    assert '--api-key "$CUA_JUDGE_API_KEY"' in out and SECRET not in out
+    assert out.startswith('VLLM_API_KEY="$CUA_JUDGE_API_KEY" ') or ' VLLM_API_KEY="$CUA_JUDGE_API_KEY" ' in out
+    assert SECRET not in out and "--api-key" not in out
 
 
-def test_secret_is_substituted_only_at_launch():
+def test_secret_reaches_the_child_environment_only_at_launch():
     cmd = build_command(ServeConfig(preset=get_preset("qwen2.5-vl-3b"), api_key_env="MY_KEY"))
-    assert SECRET not in cmd.shell() and "$MY_KEY" in cmd.shell()
-    argv = cmd.resolved_argv({"MY_KEY": SECRET})
-    assert argv[argv.index("--api-key") + 1] == SECRET
+    assert SECRET not in cmd.shell() and 'VLLM_API_KEY="$MY_KEY"' in cmd.shell()
+    env = cmd.launch_env({"MY_KEY": SECRET, "PATH": "/bin"})
+    assert env["VLLM_API_KEY"] == SECRET and env["PATH"] == "/bin" and env["VLLM_NO_USAGE_STATS"] == "1"
+    assert not any(SECRET in a for a in cmd.argv)
     with pytest.raises(ConfigError, match="MY_KEY"):
-        cmd.resolved_argv({})
+        cmd.launch_env({})
+
+
+def test_launched_process_has_the_key_in_its_environment_not_its_argv(tmp_path):
+    """What `ps` shows (argv) must not hold the key; the child's own environment must."""
+    from serving.launcher import start_server
+
+    cmd = build_command(ServeConfig(preset=get_preset("qwen2.5-vl-3b"), api_key_env="MY_KEY"))
+    probe = ("import json, os, sys; print(json.dumps({'argv': sys.argv, "
+             "'key': os.environ.get('VLLM_API_KEY')}))")
+    cmd = cmd.model_copy(update={"argv": [sys.executable, "-c", probe, *cmd.argv[1:]]})
+    log = tmp_path / "child.log"
+    proc = start_server(cmd, environ={**os.environ, "MY_KEY": SECRET}, log=log)
+    assert proc.wait(timeout=30) == 0
+    seen = json.loads(log.read_text().strip().splitlines()[-1])
+    assert seen["key"] == SECRET
+    assert not any(SECRET in a for a in seen["argv"]) and not any(SECRET in a for a in proc.args)
+
+
+def test_no_key_configured_clears_a_stray_server_key():
+    cmd = build_command(ServeConfig(preset=get_preset("qwen2.5-vl-7b"), api_key_env=None))
+    assert "VLLM_API_KEY" not in cmd.launch_env({"VLLM_API_KEY": "stray"})
+    assert cmd.shell().startswith("env -u VLLM_API_KEY ")
 
 
 def test_no_key_is_refused_off_loopback_and_allowed_on_it():
@@ -129,8 +158,10 @@ def test_ready_text_points_clients_at_the_server_and_flags_the_demo():
     from serving.demo import DEMO_WARNING
 
     cfg = ServeConfig(preset=get_preset("qwen2.5-vl-7b"), port=8123, served_model_name="uv")
-    text = ready_text(cfg, generated_key="k3y")
+    text = ready_text(cfg)
     assert "export CUA_JUDGE_URL=http://127.0.0.1:8123/v1" in text and "export CUA_JUDGE_MODEL=uv" in text
-    assert "export CUA_JUDGE_API_KEY=k3y" in text and DEMO_WARNING not in text
+    assert "CUA_JUDGE_API_KEY is already set" in text and DEMO_WARNING not in text
+    sourced = ready_text(cfg, env_file=Path("/home/u/.cache/cua-verifier/judge-8123.env"))
+    assert "source /home/u/.cache/cua-verifier/judge-8123.env" in sourced and "export" not in sourced
     demo = ready_text(ServeConfig(preset=get_preset("cpu-tiny"), model="/m"))
     assert DEMO_WARNING in demo and "random-weight" in demo
