@@ -44,6 +44,14 @@ class StageCache:
     def clear(self) -> None:
         self._done.clear()
 
+    def ready(self, namespace: str, key: str) -> bool:
+        """True when a *finished* value is stored: a hit that costs no wait at all.
+
+        `get_or_compute` also reports a hit when it joins another caller's in-flight computation;
+        that caller still waits a full judge round, so DAG round accounting must tell them apart.
+        """
+        return (namespace, key) in self._done
+
     async def get_or_compute(self, namespace: str, key: str,
                              factory: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
         """Return (value, hit). `hit` is True when no new computation was started by this caller."""

@@ -102,12 +102,12 @@ async def _relevance_and_evidence(r: Run, hash_groups: dict[str, list[int]], d0:
             batch = tasks.pop(t)
             pending.difference_update(batch)
             try:
-                rows, hit = t.result()
+                rows, free = t.result()
             except JudgeError as exc:
                 r.degrade(relevance.STAGE, f"screenshots {list(batch)}: {type(exc).__name__}: {exc}")
                 continue
             known.update(rows)
-            row_depth = max(row_depth, d0 if hit else d0 + 1)
+            row_depth = max(row_depth, d0 if free else d0 + 1)  # awaiting an in-flight row is a round
         for n, cids in decide_all([n for n in sorted(known) if n not in started], known, pending, ids,
                                   **kw).items():
             if cids is None:

@@ -86,8 +86,19 @@ class DiagnosisResult(BaseModel):
 
 
 class DegradedStage(BaseModel):
+    """A stage the run did without (its calls failed after retries) and why.
+
+    A degraded result is still a result, but a weaker one: consumers decide how much to trust it
+    (the TRL reward returns None for the stages in `RewardSettings.none_if_degraded`).
+    """
+
     stage: str
     reason: str
+
+    @classmethod
+    def of(cls, stage: str, reason: str | BaseException) -> DegradedStage:
+        text = reason if isinstance(reason, str) else f"{type(reason).__name__}: {reason}"
+        return cls(stage=stage, reason=text[:1000])
 
 
 class StageUsage(BaseModel):

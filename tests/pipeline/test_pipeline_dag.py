@@ -110,11 +110,39 @@ async def test_grpo_group_shares_rubric_and_relevance_rows():
     assert len(judge.requests_for("outcome")) == 4
     assert sum(r.usage.per_stage["rubric"].cache_hits for r in results) == 3
     hit = next(r for r in results if r.usage.per_stage["rubric"].calls == 0)
-    assert hit.usage.rounds == 4  # cached rubric and relevance rows cost no round of its own
     assert hit.usage.calls == expected_calls(distinct=3, analysed=3, config=VerifierConfig(), rubric_cached=True,
                                              relevance_cached=3)
+    # rollouts that *waited* for another's in-flight rubric/rows spent those rounds too
+    assert {r.usage.rounds for r in results} == {6}
+    later = await verify(make_traj(["red", "green", "blue"], answer="later"), judge=judge, cache=cache)
+    assert later.usage.rounds == 4  # only finished cache values cost no round
+    assert later.usage.per_stage["relevance"].cache_hits == 3 and len(judge.requests_for("relevance")) == 3
     await verify(make_traj(2, task="Another task"), judge=judge, cache=cache)
     assert len(judge.requests_for("rubric")) == 2
+
+
+async def test_in_flight_relevance_row_counts_as_a_round():
+    cache, judge = StageCache(), ScriptedJudge(delays={"relevance": 0.05})
+    first = await verify(make_traj(["red"], answer="a"), judge=judge, cache=cache)  # rubric now cached
+    trajs = [make_traj(["green", "blue"], answer=f"answer {i}") for i in range(3)]
+    results = await asyncio.gather(*(verify(t, judge=judge, cache=cache) for t in trajs))
+    assert len(judge.requests_for("relevance")) == 3
+    # rubric free (round 0), then relevance (own call or awaited) in round 1: all equal, none free
+    assert {r.usage.rounds for r in results} == {first.usage.rounds - 1}
+
+
+async def test_failed_rubric_audit_is_listed_in_every_rollout_of_the_group():
+    cache = StageCache()
+    judge = ScriptedJudge({"rubric_audit": JudgeUnavailableError("down", stage="rubric_audit")},
+                          delays={"rubric": 0.02})
+    cfg = VerifierConfig(rubric_audit=True)
+    results = await asyncio.gather(*(verify(make_traj(2, answer=f"a{i}"), cfg, judge=judge, cache=cache)
+                                     for i in range(3)))
+    results.append(await verify(make_traj(2, answer="later"), cfg, judge=judge, cache=cache))
+    assert len(judge.requests_for("rubric_audit")) == 1
+    for res in results:
+        assert [d.stage for d in res.degraded] == ["rubric_audit"]
+        assert "JudgeUnavailableError" in res.degraded[0].reason
 
 
 async def test_rubric_request_contains_nothing_from_the_trajectory():

@@ -108,8 +108,7 @@ class Run:
         return reply.parsed
 
     def degrade(self, stage: str, reason: str | BaseException) -> None:
-        text = reason if isinstance(reason, str) else f"{type(reason).__name__}: {reason}"
-        self.ledger.degraded.append(DegradedStage(stage=stage, reason=text[:1000]))
+        self.ledger.degraded.append(DegradedStage.of(stage, reason))
 
     def vote_sampling(self, i: int) -> Sampling | None:
         """Independent votes need sampling diversity; V=1 keeps the judge's own sampling."""

@@ -6,6 +6,8 @@ of a GRPO group that passes through the same page. Identical screenshots (same c
 scored once and the row is copied to every screenshot number sharing the hash. With
 `relevance_batch_size > 1` the memo key is the batch's tuple of hashes, so sharing across rollouts
 only happens for identical batches; batch size 1 (the default) shares per image.
+A failed row is never cached (every waiting rollout gets the error and degrades on its own), so
+there is no cached degradation to replay here, unlike the rubric.
 """
 from __future__ import annotations
 
@@ -39,13 +41,18 @@ async def _score(r: Run, numbers: tuple[int, ...], depth: int) -> dict[int, Row]
 
 async def score(r: Run, numbers: tuple[int, ...], hashes: tuple[str, ...],
                 depth: int) -> tuple[dict[int, Row], bool]:
-    """(rows for `numbers`, cache hit), memoised per (rubric, image hashes, judge model)."""
+    """(rows for `numbers`, free), memoised per (rubric, image hashes, judge model).
+
+    `free` is True only for a row that was already finished in the cache (it costs this rollout no
+    round); a row awaited from another rollout's in-flight call is a cache hit but still a round.
+    """
     assert r.rubric is not None
     key = key_of(r.rubric, hashes, judge_identity(r.judge))
+    free = r.cache.ready(STAGE, key)
     rows, hit = await r.cache.get_or_compute(STAGE, key, lambda: _by_hash(r, numbers, hashes, depth))
     if hit:
         r.ledger.hit(STAGE)
-    return {n: rows[h] for n, h in zip(numbers, hashes)}, hit
+    return {n: rows[h] for n, h in zip(numbers, hashes)}, free
 
 
 async def _by_hash(r: Run, numbers: tuple[int, ...], hashes: tuple[str, ...], depth: int) -> dict[str, Row]:

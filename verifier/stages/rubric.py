@@ -5,6 +5,9 @@ generation and scoring"). The request therefore contains the task text and start
 else; `tests/pipeline` checks that no trajectory byte leaks into it. The reply ends with a
 self-audit; `config.rubric_audit` adds a second, repairing audit call. The rubric is memoised in
 the `StageCache` per (task, start URL, prompts, judge model), so a GRPO group writes it once.
+
+A failed audit degrades the rubric itself, so the reason is cached *with* the rubric and replayed
+into every rollout's `result.degraded`, not only the rollout whose call happened to run it.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from ..cache import key_of
 from ..errors import JudgeError
 from ..prompts import prompt_info
 from ..rendering import render_rubric, shared_context
+from ..result import DegradedStage
 from ..schemas import Rubric, RubricDraft
 from .base import Run
 
@@ -29,33 +33,38 @@ def task_context(r: Run) -> str:
     return shared_context(r.traj, r.cfg, None, with_history=False)
 
 
-async def _generate(r: Run) -> tuple[Rubric, int]:
+async def _generate(r: Run) -> tuple[Rubric, int, tuple[DegradedStage, ...]]:
+    """(rubric, round it finished in, degradations that belong to the rubric): the cached value."""
     ctx = task_context(r)
     draft = await r.ask(STAGE, "rubric.system.j2", RubricDraft, depth=1, shared=ctx,
                         per_call="Write the rubric for this task.")
     rubric = Rubric.from_draft(draft)
     if not r.cfg.rubric_audit:
-        return rubric, 1
+        return rubric, 1, ()
     try:
         audited = await r.ask(AUDIT, "rubric_audit.system.j2", RubricDraft, depth=2, shared=ctx,
                               per_call="## Draft rubric\n" + render_rubric(rubric)
                               + "\n\nReturn the audited rubric.")
     except JudgeError as exc:
-        r.degrade(AUDIT, exc)
-        return rubric, 2
-    return Rubric.from_draft(audited), 2
+        return rubric, 2, (DegradedStage.of(AUDIT, exc),)
+    return Rubric.from_draft(audited), 2, ()
 
 
 async def run(r: Run) -> tuple[Rubric, int]:
-    """The rubric and the DAG round it finished in (0 when it came from the cache)."""
+    """The rubric and the DAG round it finished in (0 only when a finished rubric was cached).
+
+    Joining another rollout's in-flight generation is a cache hit (no call) but not a free round:
+    this rollout waited for it, so the round it finished in counts.
+    """
     r.ledger.add_prompts("rubric.system.j2")
     if r.cfg.rubric_audit:
         r.ledger.add_prompts("rubric_audit.system.j2")
     key = key_of(r.traj.task.instruction, r.traj.task.start_url, r.cfg.rubric_audit,
                  prompt_info("rubric.system.j2").sha256, prompt_info("rubric_audit.system.j2").sha256,
                  judge_identity(r.judge))
-    (rubric, depth), hit = await r.cache.get_or_compute(STAGE, key, lambda: _generate(r))
+    finished = r.cache.ready(STAGE, key)
+    (rubric, depth, degraded), hit = await r.cache.get_or_compute(STAGE, key, lambda: _generate(r))
+    r.ledger.degraded.extend(d.model_copy() for d in degraded)
     if hit:
         r.ledger.hit(STAGE)
-        return rubric, 0
-    return rubric, depth
+    return rubric, (0 if finished else depth)
