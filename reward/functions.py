@@ -3,8 +3,9 @@
 Contract (TRL >= 1.16, `GRPOTrainer._calculate_rewards`): called with keyword arguments
 `prompts, completions, completion_ids, trainer_state, log_extra, log_metric, [environments],
 **dataset_columns_and_rollout_fields`; returns one `float | None` per completion. `None` means the
-verifier could not score that rollout (judge down, invalid trajectory...): TRL excludes it instead
-of treating it as a failure, which a 0 would wrongly do.
+verifier could not score that rollout (judge down, invalid trajectory...), or scored it only with a
+fallback listed in `RewardSettings.none_if_degraded`: TRL excludes it instead of treating it as a
+failure, which a 0 would wrongly do, or trusting a number that was never checked.
 
 Why callable classes with an async `__call__` and a class-level `__name__`: TRL detects them as
 async (`trl.trainer.utils.is_async_callable`) and awaits them concurrently; the metric names
@@ -40,6 +41,16 @@ def prepare_rows(prompts: Sequence[Any], completions: Sequence[Any], kwargs: dic
         except CuaVerifierError as exc:  # an unreadable screenshot
             rows.append(exc)
     return rows
+
+
+def too_degraded(result: Any, stages: frozenset[str] | set[str]) -> list[str]:
+    """The stages of `result.degraded` listed in `stages` (sorted, unique): non-empty means None.
+
+    Why: some fallbacks keep the pipeline going but leave a number the trainer must not trust
+    (e.g. every rescoring run failed, so the process score is the agent's own claim).
+    """
+    found = {str(result_field(d, "stage")) for d in (result_field(result, "degraded") or [])}
+    return sorted(found & set(stages))
 
 
 class _UVReward:
@@ -99,17 +110,20 @@ class _UVReward:
             return Outcome(error=row) if isinstance(row, Exception) else await session.verify(*row)
 
         outcomes = await asyncio.gather(*(one(row) for row in rows))
-        rewards = [self.value(o.result) if o.ok else None for o in outcomes]
+        weak = [too_degraded(o.result, session.settings.none_if_degraded) if o.ok else [] for o in outcomes]
+        rewards = [self.value(o.result) if o.ok and not w else None for o, w in zip(outcomes, weak)]
         if kwargs.get("log_metric") is not None:
-            self._log_metrics(kwargs["log_metric"], outcomes)
+            self._log_metrics(kwargs["log_metric"], outcomes, weak)
         if kwargs.get("log_extra") is not None:
-            self._log_extra(kwargs["log_extra"], outcomes)
+            self._log_extra(kwargs["log_extra"], outcomes, weak)
         return rewards
 
-    def _log_metrics(self, log_metric: Any, outcomes: list[Outcome]) -> None:
-        """Per batch: failure rate (own name) and verification cost (shared `uv/` names)."""
+    def _log_metrics(self, log_metric: Any, outcomes: list[Outcome], weak: list[list[str]]) -> None:
+        """Per batch: failure rate (own name; too-degraded rows count as failures, and separately
+        as `degraded_none_rate`) and verification cost (shared `uv/` names)."""
         n = max(len(outcomes), 1)
-        log_metric(f"{self.__name__}/failure_rate", sum(not o.ok for o in outcomes) / n)
+        log_metric(f"{self.__name__}/failure_rate", sum(not o.ok or bool(w) for o, w in zip(outcomes, weak)) / n)
+        log_metric(f"{self.__name__}/degraded_none_rate", sum(bool(w) for w in weak) / n)
         ok = [o.result for o in outcomes if o.ok]
         if not ok:
             return
@@ -126,15 +140,15 @@ class _UVReward:
             if val is not None and math.isfinite(val):
                 log_metric(metric, val)
 
-    def _log_extra(self, log_extra: Any, outcomes: list[Outcome]) -> None:
+    def _log_extra(self, log_extra: Any, outcomes: list[Outcome], weak: list[list[str]]) -> None:
         columns = {
             "outcome_reasoning": lambda r: result_field(r, "outcome_reasoning"),
             "process_score": lambda r: result_field(r, "process_score"),
             "first_failure_step": lambda r: result_field(r, "diagnosis.first_failure_step"),
         }
         for col in self.extra_columns:
-            values = [columns[col](o.result) if o.ok
-                      else f"unscored: {type(o.error).__name__}: {o.error}"[:300] for o in outcomes]
+            values = [(f"unscored: degraded {', '.join(w)}" if w else columns[col](o.result)) if o.ok
+                      else f"unscored: {type(o.error).__name__}: {o.error}"[:300] for o, w in zip(outcomes, weak)]
             log_extra(f"{self.__name__}/{col}", values)
 
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from verifier.errors import ConfigError
 
@@ -30,6 +30,12 @@ class RewardSettings(BaseModel):
     `judge` holds `verifier.judge.config.JudgeConfig` fields (base_urls, model, timeouts, ...);
     `verifier` holds `verifier.config.VerifierConfig` fields. The three *hook* fields accept a
     dotted path or a module-level callable (both pickle), for tests and custom judges.
+
+    `none_if_degraded`: stage names (as in `result.degraded`) that make a verification unfit as a
+    reward. By default "rescoring" (every rescoring run failed: the process score is the agent's
+    own action-only claim, not checked against screenshots) and "side_effects" (side-effect
+    detection failed, so an unsafe run was never forced to fail). Such rollouts get None, like a
+    failed verification, instead of a float the trainer would trust.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -45,6 +51,13 @@ class RewardSettings(BaseModel):
     judge_factory: str | Callable[[], Any] | None = None
     verify_fn: str | Callable[..., Any] = "verifier.pipeline.verify"
     cache_factory: str | Callable[[], Any] | None = "verifier.cache.StageCache"
+    none_if_degraded: frozenset[str] = Field(
+        default=frozenset({"rescoring", "side_effects"}),
+        description="degraded stages whose result is too weak to train on: the reward is None")
+
+    @field_serializer("none_if_degraded")
+    def _sorted_stages(self, stages: frozenset[str]) -> list[str]:
+        return sorted(stages)  # JSON-able and order-stable (fingerprint, pickling)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> RewardSettings:

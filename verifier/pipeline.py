@@ -232,7 +232,7 @@ async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None
     for e in errors:
         if not isinstance(e, JudgeError):
             raise e
-        r.degrade(rescoring.STAGE, e)
+        r.degrade(rescoring.RUN if valid else rescoring.STAGE, e)
     if valid:
         scored = [rescoring.score_of(rb, applies, x) for x in valid]
         run_scores = [s for s, _ in scored]

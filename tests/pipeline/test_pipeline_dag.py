@@ -220,6 +220,7 @@ async def test_rescoring_failure_falls_back_to_action_only_and_says_so():
     res = await verify(make_traj(2), judge=judge)
     assert res.process_score == pytest.approx(2 / 10)
     assert any("falls back to action-only" in d.reason for d in res.degraded)
+    assert {d.stage for d in res.degraded} == {"rescoring"}
 
 
 @pytest.mark.parametrize("script", [

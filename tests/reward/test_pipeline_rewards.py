@@ -127,3 +127,16 @@ async def test_module_level_instances_read_env_and_share_one_session(monkeypatch
     await asyncio.gather(reward.uv_process(prompts, completions), reward.uv_outcome(prompts, completions))
     assert reward.uv_process.session is reward.uv_outcome.session
     assert len(reward_fakes.SCRIPTED.requests_for("outcome")) == 3
+
+
+async def test_failed_side_effects_or_rescoring_give_none_not_a_float():
+    for stage in ("side_effects", "rescoring"):
+        clear_sessions()
+        r = rewards({stage: JudgeUnavailableError("down", stage=stage)})
+        prompts, completions = group(f"Task {stage}", 2)
+        assert await r.process(prompts, completions) == [None, None]
+        assert await r.outcome(prompts, completions) == [None, None]
+    clear_sessions()
+    r = rewards({"side_effects": JudgeUnavailableError("down", stage="side_effects")}, none_if_degraded=[])
+    prompts, completions = group("Task lenient", 2)
+    assert await r.outcome(prompts, completions) == [1.0, 1.0]

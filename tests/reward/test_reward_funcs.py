@@ -254,3 +254,27 @@ async def test_invalid_judge_or_verifier_settings_are_config_errors():
     with pytest.raises(ConfigError, match="judge settings"):
         await UVOutcomeReward(judge_url="http://a/v1", model="m", judge={"max_concurrency": -1})(
             prompts, completions)
+
+
+async def test_degraded_stage_in_none_if_degraded_gives_none_and_counts_as_failure():
+    async def degraded_verify(trajectory, config=None, *, judge, cache=None):
+        res = await reward_fakes.fake_verify(trajectory, config, judge=judge, cache=cache)
+        stage = {"task-0": "side_effects", "task-1": "relevance"}[trajectory.task.id]
+        return {**res, "degraded": [{"stage": stage, "reason": "down"}]}
+    rec = Recorder()
+    prompts, completions, task_ids = batch()
+    f = UVProcessReward(settings().model_copy(update={"verify_fn": degraded_verify}))
+    out = await f(prompts, completions, task_id=task_ids, log_metric=rec.log_metric, log_extra=rec.log_extra)
+    assert out[:3] == [None] * 3 and all(isinstance(v, float) for v in out[3:])  # relevance: mild
+    assert rec.metrics["uv_process/failure_rate"] == [0.5]
+    assert rec.metrics["uv_process/degraded_none_rate"] == [0.5]
+    assert rec.extra["uv_process/first_failure_step"][0] == "unscored: degraded side_effects"
+    lenient = settings(none_if_degraded=[]).model_copy(update={"verify_fn": degraded_verify})
+    assert None not in await UVProcessReward(lenient)(prompts, completions, task_id=task_ids)
+
+
+def test_none_if_degraded_default_and_round_trip():
+    s = RewardSettings()
+    assert s.none_if_degraded == {"rescoring", "side_effects"}
+    assert RewardSettings.model_validate(s.model_dump()).none_if_degraded == s.none_if_degraded
+    assert pickle.loads(pickle.dumps(s)).fingerprint() == s.fingerprint()

@@ -18,6 +18,9 @@ from ..scoring import CriterionPoints, clamp, median_index, rubric_score
 from .base import Run
 
 STAGE = "rescoring"
+#: One of V runs failed while others survived: the score is still screenshot-based (a weaker
+#: median), unlike `STAGE` in `degraded`, which means no run survived (action-only fallback).
+RUN = "rescoring_run"
 
 
 def final_images(r: Run, hash_groups: dict[str, list[int]]) -> list[ImagePart]:
