@@ -96,7 +96,8 @@ class _UVReward:
         return self._session
 
     # ---- the reward ---------------------------------------------------------------------------
-    def value(self, result: Any) -> float:
+    def value(self, result: Any) -> float | None:
+        """The reward for one scored result; None when the result has no such number."""
         raise NotImplementedError
 
     async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any],
@@ -158,8 +159,9 @@ class UVProcessReward(_UVReward):
     __name__ = "uv_process"
     extra_columns = ("first_failure_step",)
 
-    def value(self, result: Any) -> float:
-        return float(result_field(result, "process_score"))
+    def value(self, result: Any) -> float | None:
+        score = result_field(result, "process_score")  # None from a verdict-only verifier
+        return None if score is None else float(score)
 
 
 class UVOutcomeReward(_UVReward):
@@ -178,7 +180,8 @@ class UVCombinedReward(_UVReward):
     __name__ = "uv_combined"
     extra_columns = ("outcome_reasoning", "first_failure_step")
 
-    def value(self, result: Any) -> float:
+    def value(self, result: Any) -> float | None:
         w = self.session.settings.combined_process_weight
         outcome = 1.0 if result_field(result, "outcome_success") else 0.0
-        return w * float(result_field(result, "process_score")) + (1 - w) * outcome
+        score = result_field(result, "process_score")
+        return None if score is None else w * float(score) + (1 - w) * outcome

@@ -29,6 +29,14 @@ class EvidenceRecord(BaseModel):
 
 
 class CriterionResult(BaseModel):
+    """One rubric criterion as judged for this trajectory: the row a human audits a score by.
+
+    Why so wide: a process score is only trustworthy if each point can be traced to what the
+    screenshots showed (`evidence`, `reality_notes`, `evidence_tag`) and compared with what the agent
+    claimed (`action_only_earned`); `applies`/`condition_*` explain criteria scored as not applicable
+    (they leave the denominator instead of scoring 0).
+    """
+
     id: str
     name: str
     description: str
@@ -37,15 +45,20 @@ class CriterionResult(BaseModel):
     exclusive_group: str | None = None
     condition_status: Literal["unconditional", "met", "not_met"] = "unconditional"
     condition_source: Literal["none", "evidence", "action", "judge", "default"] = "none"
+    """Who decided the condition: screenshot evidence, the action-only scorer, a dedicated judge
+    call, or the default repair of an exclusive group (least trustworthy last)."""
     applies: bool = True
+    """False: condition not met, so the criterion counts neither in `earned` nor in the maximum."""
     earned: float = 0.0
     """Screenshot-based points (clamped to [0, max]) of the median rescoring run, or with
     `rescoring_median="criterion"` this criterion's median across runs."""
     action_only_earned: float | None = None
+    """Points from the agent's actions and claims alone (no screenshots); None if that stage failed."""
     action_only_justification: str = ""
     justification: str = ""
     reality_notes: str = ""
     evidence_tag: str = "no_evidence"
+    """How the screenshots relate to the agent's claims for this criterion (consistent, contradicts, ...)."""
     evidence_screenshots: list[int] = Field(default_factory=list)
     evidence: list[EvidenceRecord] = Field(default_factory=list)
     hallucination_suspected: bool = False
@@ -104,6 +117,8 @@ class DegradedStage(BaseModel):
 class StageUsage(BaseModel):
     calls: int = 0
     cache_hits: int = 0
+    """Answers that cost no judge work: a shared stage memo (rubric, relevance row) or the judge's
+    own reply cache."""
     failed_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -125,26 +140,44 @@ class UsageSummary(BaseModel):
 
 
 class VerificationResult(BaseModel):
+    """The verdicts on one trajectory, the evidence behind them, and what it cost to get them.
+
+    Two verdicts, on purpose: `process_score` grades *how much* of the task was done (partial
+    credit, for shaping rewards and finding failure points) and `outcome_success` says whether the
+    user got what they asked for (the number that must not be fooled). They can disagree, e.g. a
+    run that did every step but then broke something gets a high process score and a failed outcome.
+    A result may be `degraded`; read that list before trusting the numbers.
+    """
+
     schema_version: str = RESULT_SCHEMA_VERSION
     trajectory_id: str
     task_id: str
     task: str = ""
-    process_score: float
-    """Median over V runs of eq. 1 after penalties, in [0, 1]."""
-    process_score_before_penalties: float
-    process_success: bool
+    process_score: float | None
+    """Median over V runs of eq. 1 after penalties, in [0, 1]. None for verdict-only verifiers (the
+    baselines), which grade no process: a 0/1 copied from their verdict would fake a graded score."""
+    process_score_before_penalties: float | None
+    """The rubric score alone (eq. 1 of the rescoring median), before side-effect penalties:
+    the gap to `process_score` is what the penalties cost, kept apart so a low score can be
+    attributed to unfinished work or to harm done."""
+    process_success: bool | None
+    """`process_score >= config.process_threshold`; None when there is no process score."""
     action_only_score: float | None = None
     hallucination_suspected: bool = False
     rescoring_scores: list[float] = Field(default_factory=list)
     outcome_success: bool
     outcome_votes: list[bool | None] = Field(default_factory=list)
+    """One entry per outcome vote (V = config.votes), None where that call failed. `outcome_success`
+    needs more than half of *all* V votes to say success (a failed vote counts against, ties fail),
+    and no `forced_failure`."""
     outcome_reasoning: str = ""
     primary_intent: str = ""
     nitpicks: list[str] = Field(default_factory=list)
     critical_issues: list[str] = Field(default_factory=list)
     critical_point_violation: bool = False
     forced_failure: list[str] = Field(default_factory=list)
-    """Why the outcome was forced to fail regardless of votes (penalties, critical point)."""
+    """Why the outcome was forced to fail regardless of votes (penalties, critical point). Non-empty
+    means `outcome_success` is False even if every vote said success: harm is not outvoted."""
     criteria: list[CriterionResult]
     penalties: list[PenaltyResult] = Field(default_factory=list)
     side_effects_reasoning: str = ""
@@ -154,6 +187,10 @@ class VerificationResult(BaseModel):
     rubric_self_audit: str = ""
     diagnosis: DiagnosisResult | None = None
     degraded: list[DegradedStage] = Field(default_factory=list)
+    """Stages the run did without, and why. Empty means every stage answered. Entries that matter
+    most: "rescoring" (no run survived; the process score is the action-only fallback),
+    "side_effects" (no penalties or forced failure could be applied), "rubric_audit" (the rubric
+    was used unaudited; replayed into every rollout sharing that cached rubric)."""
     usage: UsageSummary = Field(default_factory=UsageSummary)
     config: dict[str, Any] = Field(default_factory=dict)
     models: list[str] = Field(default_factory=list)
@@ -161,7 +198,8 @@ class VerificationResult(BaseModel):
 
     def summary(self) -> str:
         """One line for logs and progress bars."""
-        return (f"{self.trajectory_id}: process {self.process_score:.2f} "
-                f"({'pass' if self.process_success else 'fail'}), outcome "
+        process = ("no process score" if self.process_score is None else
+                   f"process {self.process_score:.2f} ({'pass' if self.process_success else 'fail'})")
+        return (f"{self.trajectory_id}: {process}, outcome "
                 f"{'success' if self.outcome_success else 'failure'}, {self.usage.calls} calls, "
                 f"{self.usage.rounds} rounds" + (f", degraded: {len(self.degraded)}" if self.degraded else ""))

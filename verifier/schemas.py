@@ -11,17 +11,16 @@ decoding, because a range bounds the value, not the digits. Earned points are wh
 scoring math in `verifier.scoring` still works in floats (clamping, medians, penalties).
 `tests/pipeline/test_schema_bounds.py` asserts that no output model has an unbounded path.
 
-Per-call models are built by `for_call(...)`: it narrows `criterion_id` / `screenshot` to the ids
-of that call (a JSON-schema enum) and demands each exactly once. The built class carries
-`expected_ids` / `expected_screenshots`, which `verifier.testing.ScriptedJudge` reads to answer.
+Per-call models are built from these by `verifier.narrowing.for_call(...)`, which narrows
+`criterion_id` / `screenshot` to the ids of one call; `_Out` declares the `expected_ids` /
+`expected_screenshots` the built class carries.
 """
 from __future__ import annotations
 
 from enum import Enum
-from functools import lru_cache
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Text = Annotated[str, Field(max_length=1200)]
 
@@ -285,41 +284,3 @@ class FailureReport(_Out):
 class TaskValidity(_Out):
     reasoning: Text
     ambiguity_codes: list[Literal["7.1", "7.2"]] = Field(default_factory=list, max_length=2)
-
-
-# ---- per-call narrowing ----------------------------------------------------------------------
-def _check(items: list, key: str, expected: tuple) -> None:
-    got = [getattr(i, key) for i in items]
-    if sorted(got, key=str) != sorted(expected, key=str):
-        raise ValueError(f"need exactly one entry per {key} in {list(expected)}; got {got}")
-
-
-@lru_cache(maxsize=512)
-def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...] = ()) -> type[_Out]:
-    """`base` narrowed to one call: criterion ids (and screenshot numbers) as enums, each exactly once."""
-    Cid = Literal[ids]  # type: ignore[valid-type]
-    if base is RelevanceBatch:
-        score = create_model("RelevanceScoreFor", __base__=RelevanceScore, criterion_id=(Cid, ...))
-        row = create_model("RelevanceRowFor", __base__=RelevanceRow,
-                           screenshot=(Literal[screenshots], ...),  # type: ignore[valid-type]
-                           scores=(list[score], Field(min_length=len(ids), max_length=len(ids))))
-
-        def _v(self):
-            _check(self.rows, "screenshot", screenshots)
-            for r in self.rows:
-                _check(r.scores, "criterion_id", ids)
-            return self
-        fields = {"rows": (list[row], Field(min_length=len(screenshots), max_length=len(screenshots)))}
-    else:
-        item_base = {EvidenceBatch: EvidenceItem, ConditionDecision: ConditionItem,
-                     ActionScores: ActionScore, Rescoring: RescoreItem}[base]
-        item = create_model(item_base.__name__ + "For", __base__=item_base, criterion_id=(Cid, ...))
-
-        def _v(self):
-            _check(self.items, "criterion_id", ids)
-            return self
-        fields = {"items": (list[item], Field(min_length=len(ids), max_length=len(ids)))}
-    model = create_model(base.__name__ + "For", __base__=base,
-                         __validators__={"_complete": model_validator(mode="after")(_v)}, **fields)
-    model.expected_ids, model.expected_screenshots = ids, screenshots
-    return model

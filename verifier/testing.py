@@ -12,7 +12,7 @@ Stages without a script get a schema-valid default, so the whole pipeline runs w
     assert "<untrusted_trajectory_data>" in judge.text(judge.requests_for("evidence")[0])
 
 An answer that does not validate raises `JudgeInvalidOutputError`, which is how tests simulate
-"the replies stayed invalid after re-asking". Per-call models (from `verifier.schemas.for_call`)
+"the replies stayed invalid after re-asking". Per-call models (from `verifier.narrowing.for_call`)
 expose `expected_ids` / `expected_screenshots`, which the defaults use to answer completely.
 """
 from __future__ import annotations

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from verifier import schemas
 from verifier.config import VerifierConfig
 from verifier.judge.schema import json_schema_for, unbounded_paths
+from verifier.narrowing import for_call
 from verifier.pipeline import verify
 from verifier.testing import ScriptedJudge
 
@@ -50,7 +51,7 @@ def test_base_model_has_no_unbounded_path(model):
 @pytest.mark.parametrize("base", BATCHES, ids=lambda m: m.__name__)
 @pytest.mark.parametrize("n", [1, schemas.MAX_CRITERIA])
 def test_per_call_models_have_no_unbounded_path(base, n):
-    model = schemas.for_call(base, IDS[:n], (3, 7) if base is schemas.RelevanceBatch else ())
+    model = for_call(base, IDS[:n], (3, 7) if base is schemas.RelevanceBatch else ())
     schema = json_schema_for(model)
     assert unbounded_paths(schema) == []
     assert _numbers(schema) == []
@@ -75,7 +76,7 @@ async def test_every_model_a_run_requests_is_bounded():
 
 
 def test_earned_points_are_whole_numbers_in_range():
-    model = schemas.for_call(schemas.Rescoring, ("c1",))
+    model = for_call(schemas.Rescoring, ("c1",))
     item = {"criterion_id": "c1", "reality_notes": "", "evidence_tag": "consistent", "justification": "j"}
     assert model.model_validate({"items": [{**item, "earned": 7}]}).items[0].earned == 7
     for bad in (2.5, 11, -1):
@@ -118,5 +119,5 @@ def test_worst_case_reply_of_fixed_models(name, budget):
 def test_worst_case_reply_of_per_call_models_grows_per_criterion(base):
     for n in (1, 3, schemas.MAX_CRITERIA):
         shots = tuple(range(1, schemas.MAX_BATCH + 1)) if base is schemas.RelevanceBatch else ()
-        size = worst_case_chars(json_schema_for(schemas.for_call(base, IDS[:n], shots)))
+        size = worst_case_chars(json_schema_for(for_call(base, IDS[:n], shots)))
         assert size <= 100 + PER_CRITERION_BUDGET * n, (n, size)

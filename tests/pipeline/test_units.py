@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from verifier.cache import StageCache, key_of
 from verifier.config import VerifierConfig
+from verifier.narrowing import for_call
 from verifier.rendering import defuse, elide, fence, render_history, render_rubric
 from verifier.schemas import (
     ActionScores,
@@ -17,7 +18,6 @@ from verifier.schemas import (
     Rubric,
     RubricDraft,
     category_of,
-    for_call,
 )
 from verifier.stages import conditions
 from verifier.stages.evidence import Evidence

@@ -21,15 +21,6 @@ from reward import (
 from verifier.errors import ConfigError
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    clear_sessions()
-    reward_fakes.CALLS.clear()
-    reward_fakes.FAIL_TASKS.clear()
-    yield
-    clear_sessions()
-
-
 def settings(**kw) -> RewardSettings:
     return RewardSettings(verify_fn=reward_fakes.fake_verify, judge_factory=reward_fakes.fake_judge,
                           cache_factory=None, strict=True, **kw)
@@ -278,3 +269,14 @@ def test_none_if_degraded_default_and_round_trip():
     assert s.none_if_degraded == {"rescoring", "side_effects"}
     assert RewardSettings.model_validate(s.model_dump()).none_if_degraded == s.none_if_degraded
     assert pickle.loads(pickle.dumps(s)).fingerprint() == s.fingerprint()
+
+
+async def test_result_without_process_score_gives_none_for_process_rewards_only():
+    async def verdict_only(trajectory, config=None, *, judge, cache=None):
+        res = await reward_fakes.fake_verify(trajectory, config, judge=judge, cache=cache)
+        return {**res, "process_score": None, "process_success": None}
+    s = settings().model_copy(update={"verify_fn": verdict_only})
+    prompts, completions, task_ids = batch(1, 2)
+    assert await UVProcessReward(s)(prompts, completions, task_id=task_ids) == [None, None]
+    assert await UVCombinedReward(s)(prompts, completions, task_id=task_ids) == [None, None]
+    assert await UVOutcomeReward(s)(prompts, completions, task_id=task_ids) == [1.0, 1.0]

@@ -15,6 +15,7 @@ show them in chronological order, rather than the first 50.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
@@ -24,7 +25,7 @@ from ..judge.base import ImagePart, Judge, Message, Sampling, TextPart
 from ..prompts import render
 from ..result import DegradedStage, RelevanceResult
 from ..trajectory import Trajectory
-from ._common import Tally, action_history, build_result, fence, final_answer_text
+from ._common import Ledger, action_history, build_result, fence, final_answer_text, record
 
 NAME = "webjudge"
 SCORE_THRESHOLD = 3
@@ -61,38 +62,36 @@ async def verify_webjudge(traj: Trajectory, judge: Judge, *, threshold: int = SC
 
     Raises `JudgeError` if the key-point or the final call fails, or if every screenshot call fails.
     """
-    tally = Tally()
+    ledger, started = Ledger(), time.perf_counter()
     task = traj.task.instruction
 
     # 1. key points (text only)
     ks, ku = render("baselines/webjudge_keypoints.system.j2"), render("baselines/webjudge_keypoints.user.j2",
                                                                         task=task)
-    tally.use(ks.info, ku.info)
     reply = await judge.complete([Message.system(ks.text), Message.user(ku.text)], KeyPoints,
                                  stage="webjudge_keypoints", sampling=sampling)
-    tally.add("webjudge_keypoints", reply, round_no=1)
+    record(ledger, "webjudge_keypoints", reply, round_no=1, infos=(ks.info, ku.info))
     key_points = [" ".join(k.split())[:300] for k in reply.parsed.key_points if k.strip()]
 
     # 2. one relevance call per distinct screenshot, in parallel
     m = len(traj.screenshots)
     groups = traj.distinct_screenshots()  # hash -> [numbers]; first number is the representative
     ss = render("baselines/webjudge_screenshot.system.j2")
-    tally.use(ss.info)
 
     async def rate(first: int) -> ScreenshotRelevance | None:
         user = render("baselines/webjudge_screenshot.user.j2", task=task, key_points=key_points,
                       label=f"screenshot {first} of {m}")
-        tally.use(user.info)
         msg = Message.user(user.text, ImagePart(screenshot=traj.screenshots[first - 1],
                                                 label=f"Screenshot {first} of {m}"))
         try:
             r = await judge.complete([Message.system(ss.text), msg], ScreenshotRelevance,
                                      stage="webjudge_relevance", sampling=sampling)
         except JudgeError as exc:
-            tally.add("webjudge_relevance", None, round_no=2, failed=True, usage=exc.usage)
+            record(ledger, "webjudge_relevance", None, round_no=2, failed=True, usage=exc.usage,
+                   infos=(ss.info, user.info))
             failures.append(f"screenshot {first}: {type(exc).__name__}: {exc}"[:300])
             return None
-        tally.add("webjudge_relevance", r, round_no=2)
+        record(ledger, "webjudge_relevance", r, round_no=2, infos=(ss.info, user.info))
         return r.parsed
 
     failures: list[str] = []
@@ -113,12 +112,11 @@ async def verify_webjudge(traj: Trajectory, judge: Judge, *, threshold: int = SC
     ju = render("baselines/webjudge_judgment.user.j2", task=task, key_points=key_points,
                 history=fence(action_history(traj)), final_answer=fence(final_answer_text(traj)),
                 kept=[{"label": f"Screenshot {k} of {m}", "reasoning": fence(per_shot[k].reasoning)} for k in kept])
-    tally.use(js.info, ju.info)
     parts: list[TextPart | ImagePart] = [TextPart(text=ju.text)]
     parts += [ImagePart(screenshot=traj.screenshots[k - 1], label=f"Screenshot {k} of {m}") for k in kept]
     final = await judge.complete([Message.system(js.text), Message(role="user", content=parts)], Judgment,
                                  stage="webjudge_judgment", sampling=sampling)
-    tally.add("webjudge_judgment", final, round_no=3)
+    record(ledger, "webjudge_judgment", final, round_no=3, infos=(js.info, ju.info))
 
     relevance = RelevanceResult(criteria=["webjudge_relevance"],
                                 matrix=[[per_shot[k].score] if per_shot.get(k) else None for k in range(1, m + 1)],
@@ -126,6 +124,7 @@ async def verify_webjudge(traj: Trajectory, judge: Judge, *, threshold: int = SC
     degraded = [DegradedStage(stage="webjudge_relevance", reason=f"{len(failures)} screenshot call(s) failed: "
                               + "; ".join(failures)[:1500])] if failures else []
     return build_result(traj, verifier=NAME, success=final.parsed.status == "success",
-                        reasoning=final.parsed.thoughts, tally=tally, relevance=relevance,
+                        reasoning=final.parsed.thoughts, ledger=ledger,
+                        wall_s=time.perf_counter() - started, relevance=relevance,
                         topk={"webjudge_relevance": kept}, degraded=degraded,
                         options={"threshold": threshold, "max_images": max_images, "key_points": key_points})

@@ -11,6 +11,7 @@ the trajectory text is fenced as untrusted, and identical consecutive frames are
 """
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -18,7 +19,7 @@ from pydantic import BaseModel, Field
 from ..judge.base import ImagePart, Judge, Message, Sampling, TextPart
 from ..prompts import render
 from ..trajectory import Trajectory
-from ._common import Tally, build_result, fence, final_answer_text
+from ._common import Ledger, build_result, fence, final_answer_text, record
 
 NAME = "webvoyager"
 #: webeval's port sends the last 30 screenshots; the original script defaulted to the last one.
@@ -55,19 +56,18 @@ async def verify_webvoyager(traj: Trajectory, judge: Judge, *, last_n: int = DEF
     """
     if last_n < 1:
         raise ValueError("last_n must be >= 1")
-    tally = Tally()
+    ledger, started = Ledger(), time.perf_counter()
     shown = _last_distinct(traj, last_n)
     system = render("baselines/webvoyager.system.j2")
     user = render("baselines/webvoyager.user.j2", task=traj.task.instruction,
                   final_answer=fence(final_answer_text(traj)), n_shown=len(shown),
                   n_total=len(traj.screenshots))
-    tally.use(system.info, user.info)
     m = len(traj.screenshots)
     parts: list[TextPart | ImagePart] = [TextPart(text=user.text)]
     parts += [ImagePart(screenshot=traj.screenshots[k - 1], label=f"Screenshot {k} of {m}") for k in shown]
     messages = [Message.system(system.text), Message(role="user", content=parts)]
     reply = await judge.complete(messages, WebVoyagerVerdict, stage="webvoyager", sampling=sampling)
-    tally.add("webvoyager", reply, round_no=1)
+    record(ledger, "webvoyager", reply, round_no=1, infos=(system.info, user.info))
     verdict = reply.parsed
     return build_result(traj, verifier=NAME, success=verdict.verdict == "SUCCESS", reasoning=verdict.reasoning,
-                        tally=tally, options={"last_n": last_n, "screenshots_shown": shown})
+                        ledger=ledger, wall_s=time.perf_counter() - started, options={"last_n": last_n, "screenshots_shown": shown})

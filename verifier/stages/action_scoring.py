@@ -7,8 +7,9 @@ Its scores are also the documented fallback when every rescoring run fails (reco
 """
 from __future__ import annotations
 
+from ..narrowing import for_call
 from ..rendering import fence
-from ..schemas import ActionScores, Rubric, for_call
+from ..schemas import ActionScores, Rubric
 from ..scoring import clamp
 from .base import Run
 

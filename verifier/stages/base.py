@@ -30,7 +30,7 @@ T = TypeVar("T", bound=BaseModel)
 
 @dataclass
 class Ledger:
-    """Accounting for one `verify()` call."""
+    """Accounting for one verification (the pipeline's `verify()` and the baselines alike)."""
 
     per_stage: dict[str, StageUsage] = field(default_factory=dict)
     models: set[str] = field(default_factory=set)
@@ -50,6 +50,7 @@ class Ledger:
             s.prompt_tokens += usage.prompt_tokens
             s.completion_tokens += usage.completion_tokens
             s.latency_s += usage.latency_s
+            s.cache_hits += int(bool(getattr(usage, "cached", False)))  # the judge's reply cache
         if model:
             self.models.add(model)
 
@@ -57,7 +58,11 @@ class Ledger:
         self.stage(name).cache_hits += 1
 
     def add_prompts(self, template: str) -> None:
-        for info in infos(template):
+        self.add_infos(*infos(template))
+
+    def add_infos(self, *found: PromptInfo) -> None:
+        """Prompt ids/hashes already rendered elsewhere (the baselines render their own)."""
+        for info in found:
             self.prompts.setdefault(info.id, info)
 
     def rounds(self) -> int:

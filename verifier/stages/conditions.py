@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Literal
 
 from ..errors import JudgeError
-from ..schemas import ActionScores, ConditionDecision, ConditionVerdict, Rubric, for_call
+from ..narrowing import for_call
+from ..schemas import ActionScores, ConditionDecision, ConditionVerdict, Rubric
 from .base import Run
 from .evidence import Evidence
 

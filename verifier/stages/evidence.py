@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..narrowing import for_call
 from ..rendering import fence, image_part
-from ..schemas import EvidenceBatch, EvidenceItem, Rubric, for_call
+from ..schemas import EvidenceBatch, EvidenceItem, Rubric
 from .base import Run
 
 STAGE = "evidence"

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..cache import key_of
+from ..narrowing import for_call
 from ..rendering import image_part, shared_context
-from ..schemas import RelevanceBatch, for_call
+from ..schemas import RelevanceBatch
 from .base import Run
 from .rubric import judge_identity
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..judge.base import ImagePart
+from ..narrowing import for_call
 from ..rendering import fence, image_part
-from ..schemas import Rescoring, Rubric, for_call
+from ..schemas import Rescoring, Rubric
 from ..scoring import CriterionPoints, clamp, median_index, rubric_score
 from .base import Run
 

@@ -1,0 +1,66 @@
+"""Per-call output models: a stage's schema narrowed to the criterion ids and screenshots of one call.
+
+Why: with `criterion_id` / `screenshot` as JSON-schema enums and every list exactly as long as the
+call's ids, constrained decoding cannot invent an id, skip one or repeat one, and a plain-JSON
+backend gets a precise validation error to re-ask with. The built class carries `expected_ids` /
+`expected_screenshots`, which `verifier.testing.ScriptedJudge` reads to answer. Built classes are
+memoised (`lru_cache`), so a group of rollouts sends byte-identical schemas.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, create_model, model_validator
+
+from .schemas import (
+    ActionScore,
+    ActionScores,
+    ConditionDecision,
+    ConditionItem,
+    EvidenceBatch,
+    EvidenceItem,
+    RelevanceBatch,
+    RelevanceRow,
+    RelevanceScore,
+    RescoreItem,
+    Rescoring,
+    _Out,
+)
+
+
+def _check(items: list, key: str, expected: tuple) -> None:
+    got = [getattr(i, key) for i in items]
+    if sorted(got, key=str) != sorted(expected, key=str):
+        raise ValueError(f"need exactly one entry per {key} in {list(expected)}; got {got}")
+
+
+@lru_cache(maxsize=512)
+def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...] = ()) -> type[_Out]:
+    """`base` narrowed to one call: criterion ids (and screenshot numbers) as enums, each exactly once."""
+    Cid = Literal[ids]  # type: ignore[valid-type]
+    if base is RelevanceBatch:
+        score = create_model("RelevanceScoreFor", __base__=RelevanceScore, criterion_id=(Cid, ...))
+        row = create_model("RelevanceRowFor", __base__=RelevanceRow,
+                           screenshot=(Literal[screenshots], ...),  # type: ignore[valid-type]
+                           scores=(list[score], Field(min_length=len(ids), max_length=len(ids))))
+
+        def _v(self):
+            _check(self.rows, "screenshot", screenshots)
+            for r in self.rows:
+                _check(r.scores, "criterion_id", ids)
+            return self
+        fields = {"rows": (list[row], Field(min_length=len(screenshots), max_length=len(screenshots)))}
+    else:
+        item_base = {EvidenceBatch: EvidenceItem, ConditionDecision: ConditionItem,
+                     ActionScores: ActionScore, Rescoring: RescoreItem}[base]
+        item = create_model(item_base.__name__ + "For", __base__=item_base, criterion_id=(Cid, ...))
+
+        def _v(self):
+            _check(self.items, "criterion_id", ids)
+            return self
+        fields = {"items": (list[item], Field(min_length=len(ids), max_length=len(ids)))}
+    model = create_model(base.__name__ + "For", __base__=base,
+                         __validators__={"_complete": model_validator(mode="after")(_v)}, **fields)
+    model.expected_ids, model.expected_screenshots = ids, screenshots
+    return model
