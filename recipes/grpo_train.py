@@ -21,7 +21,7 @@ How a rollout's actions and screenshots reach the rewards (tool calls with image
 CPU smoke test (no downloads; a tiny random VLM policy built in code, 1-2 steps), against any
 judge URL, e.g. the schema-echo judge (schema-valid, meaningless answers) or a tiny vLLM judge::
 
-    python -m reward.echo_judge --port 8011 &
+    python -m reward.echo_judge --port 8011 &       # loopback only; requires $CUA_JUDGE_API_KEY if set
     python recipes/grpo_train.py --tiny --max-steps 1 --max-completion-length 16 \\
         --judge-url http://127.0.0.1:8011/v1 --judge-model echo
     python recipes/grpo_train.py --tiny --max-steps 2 --max-completion-length 16 --scripted-judge
@@ -144,9 +144,12 @@ def main(argv: list[str] | None = None) -> int:
                           train_dataset=load_prompts(args))
     trainer.train()
     last = [h for h in trainer.state.log_history if "rewards/uv_outcome/mean" in h]
-    if last:
-        keys = ("rewards/uv_process/mean", "rewards/uv_outcome/mean", "reward", "uv_outcome/failure_rate")
-        print(json.dumps({k: last[-1].get(k) for k in keys}))
+    if last:  # one JSON line: both rewards, their failure rates and the judge cost (`uv/...`)
+        keys = ("rewards/uv_process/mean", "rewards/uv_outcome/mean", "reward",
+                "uv_process/failure_rate", "uv_outcome/failure_rate")
+        summary = {k: last[-1].get(k) for k in keys}
+        summary.update({k: v for k, v in last[-1].items() if k.startswith("uv/")})
+        print(json.dumps(summary))
     return 0
 
 

@@ -8,16 +8,37 @@ are enums, list lengths are fixed), "the smallest valid instance" is a complete,
 reply for every stage. Verdicts are meaningless; use a served model (serving/) for real scores.
 
     python -m reward.echo_judge --port 8011          # then: CUA_JUDGE_URL=http://127.0.0.1:8011/v1
+
+It is a test tool, not a service: it binds to loopback only (a non-loopback host is refused),
+rejects request bodies over `MAX_BODY_BYTES` with 413 before reading them, and, when it has a key
+(``api_key=`` or, from the command line, ``$CUA_JUDGE_API_KEY`` when set), answers 401 to any
+request without ``Authorization: Bearer <key>``.
 """
 from __future__ import annotations
 
 import argparse
+import hmac
+import ipaddress
 import json
+import os
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from verifier.errors import ConfigError
+
 FILLER = "scripted"
+MAX_BODY_BYTES = 8 * 1024 * 1024  # a few screenshots at the judge's image size fit comfortably
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def minimal_instance(schema: dict[str, Any], index: int = 0) -> Any:
@@ -53,10 +74,17 @@ def minimal_instance(schema: dict[str, Any], index: int = 0) -> Any:
 
 
 class EchoJudgeServer:
-    """Threaded loopback server; `.url` is the base URL, `.requests` counts chat completions."""
+    """Threaded loopback server; `.url` is the base URL, `.requests` counts chat completions.
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    Raises ConfigError for a non-loopback `host`."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, api_key: str | None = None,
+                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
+        if not is_loopback(host):
+            raise ConfigError(f"the echo judge serves on loopback only (got host {host!r})")
         self.requests = 0
+        self.api_key = api_key or None
+        self.max_body_bytes = max_body_bytes
         self._lock = threading.Lock()
         server = self
 
@@ -67,14 +95,41 @@ class EchoJudgeServer:
                 pass
 
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                status, payload = server.answer(self.path, body)
+                status, payload = self._checked()
+                if status == 200:
+                    status, payload = server.answer(self.path, payload)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                if self.close_connection:
+                    self.send_header("Connection", "close")
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _checked(self) -> tuple[int, dict[str, Any]]:
+                """(200, body) for an authorised, bounded JSON request, else (status, error)."""
+                if server.api_key is not None:
+                    given = self.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+                    if not hmac.compare_digest(given.encode(), server.api_key.encode()):
+                        self.close_connection = True  # the body was not read
+                        return 401, _error("invalid or missing API key", "authentication_error")
+                try:
+                    length = int(self.headers.get("Content-Length", ""))
+                except ValueError:
+                    self.close_connection = True
+                    return 411, _error("Content-Length required", "invalid_request_error")
+                if length < 0 or length > server.max_body_bytes:
+                    self.close_connection = True
+                    return 413, _error(f"request body over {server.max_body_bytes} bytes",
+                                       "invalid_request_error")
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except ValueError:
+                    return 400, _error("request body is not JSON", "invalid_request_error")
+                if not isinstance(body, dict):
+                    return 400, _error("request body is not a JSON object", "invalid_request_error")
+                return 200, body
 
         self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
@@ -82,12 +137,11 @@ class EchoJudgeServer:
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         if not path.rstrip("/").endswith("/chat/completions"):
-            return 404, {"error": {"message": f"no route {path}", "type": "not_found"}}
+            return 404, _error(f"no route {path}", "not_found")
         fmt = body.get("response_format") or {}
-        schema = (fmt.get("json_schema") or {}).get("schema")
-        if schema is None:
-            return 400, {"error": {"message": "echo judge needs response_format json_schema",
-                                   "type": "invalid_request_error"}}
+        schema = (fmt.get("json_schema") or {}).get("schema") if isinstance(fmt, dict) else None
+        if not isinstance(schema, dict):
+            return 400, _error("echo judge needs response_format json_schema", "invalid_request_error")
         with self._lock:
             self.requests += 1
             n = self.requests
@@ -119,13 +173,24 @@ class EchoJudgeServer:
         self.stop()
 
 
+def _error(message: str, kind: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind}}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="a loopback address (others are refused)")
     p.add_argument("--port", type=int, default=8011)
+    p.add_argument("--api-key-env", default="CUA_JUDGE_API_KEY",
+                   help="require the key in this variable when it is set (default CUA_JUDGE_API_KEY)")
     args = p.parse_args(argv)
-    server = EchoJudgeServer(args.host, args.port)
-    print(f"echo judge at {server.url} (Ctrl-C to stop)", flush=True)
+    try:
+        server = EchoJudgeServer(args.host, args.port, api_key=os.environ.get(args.api_key_env))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    auth = f"requires ${args.api_key_env}" if server.api_key else "no API key"
+    print(f"echo judge at {server.url} ({auth}; Ctrl-C to stop)", flush=True)
     try:
         server.httpd.serve_forever()
     except KeyboardInterrupt:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import http.client
 import importlib.util
 import json
 from pathlib import Path
@@ -10,7 +11,8 @@ import pytest
 from PIL import Image
 
 from reward import clear_sessions, make_uv_rewards
-from reward.echo_judge import EchoJudgeServer, minimal_instance
+from reward.echo_judge import EchoJudgeServer, main, minimal_instance
+from verifier.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,6 +35,70 @@ def test_minimal_instance_walks_enums_and_respects_bounds():
     assert [i["criterion_id"] for i in out["items"]] == ["C1", "C2"]
     assert out["items"][0]["earned"] == 3 and out["items"][0]["note"] is None
     assert len(out["items"][0]["why"]) == 20
+
+
+def _post(server: EchoJudgeServer, body: bytes, headers: dict[str, str] | None = None,
+          length: int | None = None) -> tuple[int, dict]:
+    host, port = server.httpd.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=10)
+    conn.putrequest("POST", "/v1/chat/completions")
+    conn.putheader("Content-Length", str(len(body) if length is None else length))
+    for k, v in (headers or {}).items():
+        conn.putheader(k, v)
+    conn.endheaders()
+    conn.send(body)
+    resp = conn.getresponse()
+    out = resp.status, json.loads(resp.read())
+    conn.close()
+    return out
+
+
+SCHEMA_REQ = json.dumps({"model": "m", "messages": [], "response_format": {"type": "json_schema", "json_schema": {
+    "name": "x", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}}}).encode()
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "example.org"])
+def test_non_loopback_hosts_are_refused(host, capsys):
+    with pytest.raises(ConfigError, match="loopback"):
+        EchoJudgeServer(host=host)
+    assert main(["--host", host, "--port", "0"]) == 2
+    assert "loopback" in capsys.readouterr().err
+
+
+def test_oversized_body_is_refused_unread_with_413():
+    with EchoJudgeServer(max_body_bytes=1024) as server:
+        status, payload = _post(server, b"{}", length=50_000_000)  # claimed, never sent
+        assert status == 413 and "1024" in payload["error"]["message"]
+        status, payload = _post(server, SCHEMA_REQ)  # the server still answers normal requests
+        assert status == 200 and json.loads(payload["choices"][0]["message"]["content"]) == {"ok": True}
+    assert server.requests == 1
+
+
+def test_malformed_json_is_a_400_not_a_dropped_connection(echo):
+    assert _post(echo, b"{not json")[0] == 400
+    assert _post(echo, b"[1, 2]")[0] == 400
+
+
+def test_configured_key_is_required():
+    with EchoJudgeServer(api_key="k3y") as server:
+        assert _post(server, SCHEMA_REQ)[0] == 401
+        assert _post(server, SCHEMA_REQ, {"Authorization": "Bearer wrong"})[0] == 401
+        assert _post(server, SCHEMA_REQ, {"Authorization": "Bearer k3y"})[0] == 200
+    assert server.requests == 1
+
+
+async def test_rewards_send_the_configured_key(monkeypatch):
+    monkeypatch.setenv("ECHO_TEST_KEY", "k3y")
+    clear_sessions()
+    with EchoJudgeServer(api_key="k3y") as server:
+        uv = make_uv_rewards(judge_url=server.url, model="echo",
+                             judge={"timeout_s": 10.0, "api_key_env": "ECHO_TEST_KEY"})
+        prompts = [[{"role": "user", "content": "Find the cheapest flight"}]]
+        completions = [[{"role": "assistant", "content": "done"}]]
+        assert isinstance((await uv.process(prompts, completions))[0], float)
+        await uv.process.session.aclose()
+    clear_sessions()
+    assert server.requests > 0
 
 
 async def test_rewards_over_http_one_run_per_rollout(echo):
