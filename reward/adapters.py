@@ -27,12 +27,19 @@ from PIL import Image
 from verifier.errors import TrajectoryError
 from verifier.trajectory import RunStatus, Screenshot, Step, Task, Trajectory
 
+from .settings import DEFAULT_ANSWER_TOOLS
+
 ANSWER_ARGS = ("answer", "final_answer", "text", "content", "message", "response")
 
 
 def build_trajectories(prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any], *,
-                       answer_tools: Sequence[str] = ()) -> list[Trajectory | TrajectoryError]:
-    """One entry per row: a `Trajectory`, or the `TrajectoryError` explaining why not."""
+                       answer_tools: Sequence[str] = tuple(DEFAULT_ANSWER_TOOLS),
+                       ) -> list[Trajectory | TrajectoryError]:
+    """One entry per row: a `Trajectory`, or the `TrajectoryError` explaining why not.
+
+    `answer_tools` defaults to the settings' default, so every caller (reward path, offline
+    scoring) reads an answer-tool call the same way unless told otherwise.
+    """
     out: list[Trajectory | TrajectoryError] = []
     for i in range(len(completions)):
         try:
@@ -190,8 +197,12 @@ def _parse_args(raw: Any) -> dict[str, Any]:
 
 
 def from_conversation(task: Task, prompt: Any, completion: Any, kw: dict[str, Any], i: int,
-                      answer_tools: Sequence[str] = ()) -> Trajectory:
-    """Assistant tool calls -> steps; tool-result images -> screenshots after that step."""
+                      answer_tools: Sequence[str] = tuple(DEFAULT_ANSWER_TOOLS)) -> Trajectory:
+    """Assistant tool calls -> steps; tool-result images -> screenshots after that step.
+
+    The final answer is the (last) answer-tool call if there is one, else the LAST assistant turn
+    that is text without a tool call: an agent may think aloud before it is done.
+    """
     initial = [img for m in (prompt if isinstance(prompt, list) else []) if isinstance(m, dict)
                for img in _images(m.get("content"))]
     if not initial:  # VLM dataset columns, when TRL did not inject them into the prompt
@@ -202,7 +213,8 @@ def from_conversation(task: Task, prompt: Any, completion: Any, kw: dict[str, An
         return Trajectory(task=task, screenshots=shots, final_answer=completion.strip() or None,
                           source_format="trl-text")
     steps: list[Step] = []
-    final_answer: str | None = None
+    tool_answer: str | None = None
+    text_answer: str | None = None
     last_role = None
     for msg in completion or []:
         role = msg.get("role")
@@ -215,15 +227,16 @@ def from_conversation(task: Task, prompt: Any, completion: Any, kw: dict[str, An
                 steps.append(Step(index=len(steps) + 1, action=name, arguments=args,
                                   thought=thought if call is calls[0] else None))
                 if name in answer_tools:
-                    final_answer = next((str(args[k]) for k in ANSWER_ARGS if k in args), "")
-            if not calls and thought is not None and final_answer is None:
-                final_answer = thought
+                    tool_answer = next((str(args[k]) for k in ANSWER_ARGS if k in args), "")
+            if not calls and thought is not None:
+                text_answer = thought
         elif role == "tool":
             text = _text(msg.get("content"))
             if steps and text.startswith("{'error'"):
                 steps[-1] = steps[-1].model_copy(update={"error": text[:500]})
             shots += [to_screenshot(img, step=len(steps)) for img in _images(msg.get("content"))]
         last_role = role
+    final_answer = tool_answer if tool_answer is not None else text_answer
     cut_off = last_role == "tool" and final_answer is None  # the tool-iteration budget ran out
     status = RunStatus.step_budget_exhausted if cut_off else RunStatus.finished
     return Trajectory(task=task, steps=steps, screenshots=shots, final_answer=final_answer, status=status,

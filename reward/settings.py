@@ -61,24 +61,20 @@ class RewardSettings(BaseModel):
 
     @classmethod
     def from_env(cls, **overrides: Any) -> RewardSettings:
-        """CUA_VERIFIER_CONFIG (a JSON file with these fields) then CUA_JUDGE_URL / CUA_JUDGE_MODEL."""
-        data: dict[str, Any] = {}
+        """CUA_VERIFIER_CONFIG (a JSON file, see `read_config_file`) then CUA_JUDGE_URL / CUA_JUDGE_MODEL,
+        then `overrides`; `judge` and `verifier` are merged key by key, not replaced."""
         path = os.environ.get(ENV_CONFIG)
-        if path:
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    data = json.load(fh)
-            except (OSError, json.JSONDecodeError) as exc:
-                raise ConfigError(f"{ENV_CONFIG}={path}: cannot read JSON config ({exc})") from exc
-            if not isinstance(data, dict):
-                raise ConfigError(f"{ENV_CONFIG}={path}: expected a JSON object")
+        data = read_config_file(path, what=ENV_CONFIG) if path else {}
         judge = dict(data.pop("judge", None) or {})
         if os.environ.get(ENV_URL):
             judge["base_urls"] = [u.strip() for u in os.environ[ENV_URL].split(",") if u.strip()]
         if os.environ.get(ENV_MODEL):
             judge["model"] = os.environ[ENV_MODEL]
+        verifier = dict(data.pop("verifier", None) or {})
+        overrides = normalise_config(dict(overrides))
         data.update(overrides)
         data["judge"] = {**judge, **(overrides.get("judge") or {})}
+        data["verifier"] = {**verifier, **(overrides.get("verifier") or {})}
         try:
             return cls.model_validate(data)
         except ValueError as exc:
@@ -93,6 +89,36 @@ class RewardSettings(BaseModel):
         data.update(judge_factory=name(self.judge_factory), verify_fn=name(self.verify_fn),
                     cache_factory=name(self.cache_factory))
         return json.dumps(data, sort_keys=True, default=str)
+
+
+def normalise_config(data: dict[str, Any]) -> dict[str, Any]:
+    """A settings dict with plain `VerifierConfig` keys moved under "verifier".
+
+    Why: `score` took VerifierConfig fields ({"votes": 3}) and `score-dataset` took RewardSettings
+    ({"verifier": {"votes": 3}, "judge": {...}}); one file format now serves both and the reward.
+    A top-level key wins over the same key inside "verifier". Unknown keys are left for validation.
+    """
+    from verifier.config import VerifierConfig
+
+    out = dict(data)
+    verifier = dict(out.pop("verifier", None) or {})
+    for key in [k for k in out if k in VerifierConfig.model_fields and k not in RewardSettings.model_fields]:
+        verifier[key] = out.pop(key)
+    if verifier:
+        out["verifier"] = verifier
+    return out
+
+
+def read_config_file(path: str | os.PathLike[str], *, what: str = "--config") -> dict[str, Any]:
+    """A JSON settings file: RewardSettings fields and/or VerifierConfig fields at top level."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{what} {path}: cannot read JSON config ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{what} {path}: expected a JSON object")
+    return normalise_config(data)
 
 
 def resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:

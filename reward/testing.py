@@ -32,11 +32,30 @@ CORPUS = [
 ]
 
 
+def _tiny_llama_config(tok: Any, *, max_positions: int = 512, tie: bool = True) -> Any:
+    """The 1-layer, 32-wide Llama every tiny policy uses, sized to `tok`'s vocabulary."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                       num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=max_positions,
+                       eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None,
+                       tie_word_embeddings=tie)
+
+
+def _save_tiny_llama(out: Path, tok: Any, *, seed: int, max_positions: int = 512) -> Path:
+    """Random weights (seeded) for `_tiny_llama_config(tok)`, saved beside the tokenizer in `out`."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    LlamaForCausalLM(_tiny_llama_config(tok, max_positions=max_positions)).save_pretrained(out)
+    return out
+
+
 def build_tiny_policy(out_dir: str | os.PathLike[str], *, vocab_size: int = 300, seed: int = 0) -> Path:
     """Write a tiny random causal LM + tokenizer (with chat template) to `out_dir`; returns it."""
-    import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     out = Path(out_dir)
     if (out / "config.json").exists() and (out / "tokenizer.json").exists():
@@ -52,20 +71,13 @@ def build_tiny_policy(out_dir: str | os.PathLike[str], *, vocab_size: int = 300,
                                    bos_token=None)
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(out)
-    torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
-                      eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, bos_token_id=None,
-                      tie_word_embeddings=True)
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    return out
+    return _save_tiny_llama(out, fast, seed=seed)
 
 
 def build_tiny_tool_policy(out_dir: str | os.PathLike[str], *, seed: int = 0) -> Path:
     """The tiny text policy with a tool-calling chat template TRL can parse (its Qwen2.5 template,
     read from the installed TRL), for `tools=` / `environment_factory=` runs."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
     from trl.chat_template_utils import qwen2_5_chat_template
 
     out = Path(out_dir)
@@ -75,13 +87,7 @@ def build_tiny_tool_policy(out_dir: str | os.PathLike[str], *, seed: int = 0) ->
     tok.add_special_tokens({"additional_special_tokens": ["<tool_call>", "</tool_call>"]})
     tok.chat_template = qwen2_5_chat_template
     tok.save_pretrained(out)
-    torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None,
-                      tie_word_embeddings=True)
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    return out
+    return _save_tiny_llama(out, tok, seed=seed, max_positions=1024)
 
 
 def build_tiny_vlm_policy(out_dir: str | os.PathLike[str], *, seed: int = 0) -> Path:
@@ -95,7 +101,6 @@ def build_tiny_vlm_policy(out_dir: str | os.PathLike[str], *, seed: int = 0) -> 
         AutoTokenizer,
         CLIPImageProcessor,
         CLIPVisionConfig,
-        LlamaConfig,
         LlavaConfig,
         LlavaForConditionalGeneration,
         LlavaProcessor,
@@ -117,9 +122,7 @@ def build_tiny_vlm_policy(out_dir: str | os.PathLike[str], *, seed: int = 0) -> 
     vision = CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                               num_attention_heads=2,
                               image_size=28, patch_size=14, projection_dim=16)
-    text = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                       num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
-                       eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None)
+    text = _tiny_llama_config(tok, tie=False)
     config = LlavaConfig(vision_config=vision, text_config=text, vision_feature_layer=-1,
                          image_token_index=tok.convert_tokens_to_ids("<image>"),
                          vision_feature_select_strategy="full")

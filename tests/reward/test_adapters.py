@@ -61,6 +61,30 @@ def test_answer_tool_and_budget_exhaustion():
     assert b.final_answer is None and b.status == RunStatus.step_budget_exhausted
 
 
+def test_final_answer_is_the_last_text_turn_and_an_answer_tool_wins():
+    think = {"role": "assistant", "content": "Let me check the fares first."}
+    act = {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": "click", "arguments": {"x": 1}}}]}
+    done = {"role": "assistant", "content": "The cheapest is $99"}
+    answer = {"role": "assistant", "content": None, "tool_calls": [
+        {"type": "function", "function": {"name": "final_answer", "arguments": '{"answer": "$24.99"}'}}]}
+    tool = {"role": "tool", "name": "click", "content": "ok"}
+    a, b = build_trajectories([PROMPT, PROMPT], [[think, act, tool, done], [think, answer, done]], {})
+    assert a.final_answer == "The cheapest is $99"  # the last text-only turn, not the first
+    assert b.final_answer == "$24.99"  # an answer-tool call beats any text
+
+
+def test_answer_tools_default_to_the_settings_default():
+    from reward.settings import DEFAULT_ANSWER_TOOLS
+
+    for name in DEFAULT_ANSWER_TOOLS:
+        call = [{"role": "assistant", "content": None, "tool_calls": [
+            {"type": "function", "function": {"name": name, "arguments": {"answer": "42"}}}]}]
+        (t,) = build_trajectories([PROMPT], [call], {})
+        assert t.final_answer == "42", name
+    (t,) = build_trajectories([PROMPT], [call], {}, answer_tools=())  # explicitly none: just a step
+    assert t.final_answer is None
+
 def test_same_prompt_gives_same_task_id_and_columns_win():
     a, b = build_trajectories([PROMPT, PROMPT], ["x", "y"], {})
     assert a.task.id == b.task.id and a.final_answer == "x"

@@ -7,23 +7,13 @@ import reward_fakes
 pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
 
-from reward import RewardSettings, clear_sessions, make_uv_rewards
+from reward import RewardSettings, make_uv_rewards
 from reward.testing import build_tiny_policy, run_grpo_smoke
 
 
 @pytest.fixture(scope="module")
 def tiny_policy(tmp_path_factory):
     return build_tiny_policy(tmp_path_factory.mktemp("policy"))
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    clear_sessions()
-    reward_fakes.CALLS.clear()
-    reward_fakes.KEYS.clear()
-    reward_fakes.FAIL_TASKS.clear()
-    yield
-    clear_sessions()
 
 
 def _settings():

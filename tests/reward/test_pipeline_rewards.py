@@ -3,21 +3,12 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 import reward_fakes
 from PIL import Image
 
 from reward import RewardSettings, clear_sessions, make_uv_rewards
 from verifier.errors import JudgeUnavailableError
 from verifier.testing import ScriptedJudge
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    clear_sessions()
-    yield
-    reward_fakes.SCRIPTED = None
-    clear_sessions()
 
 
 def rewards(script=None, **kw):

@@ -21,15 +21,6 @@ from reward import (
 from verifier.errors import ConfigError
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    clear_sessions()
-    reward_fakes.CALLS.clear()
-    reward_fakes.FAIL_TASKS.clear()
-    yield
-    clear_sessions()
-
-
 def settings(**kw) -> RewardSettings:
     return RewardSettings(verify_fn=reward_fakes.fake_verify, judge_factory=reward_fakes.fake_judge,
                           cache_factory=None, strict=True, **kw)

@@ -12,23 +12,13 @@ from pathlib import Path
 import pytest
 import reward_fakes
 
-from reward import RewardSettings, clear_sessions
+from reward import RewardSettings
 from verifier.cli import build_parser
 from verifier.records import ResultWriter
 from verifier.trajectory import Step, Task, Trajectory
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    clear_sessions()
-    reward_fakes.CALLS.clear()
-    reward_fakes.KEYS.clear()
-    reward_fakes.FAIL_TASKS.clear()
-    yield
-    clear_sessions()
 
 
 def make_jsonl(path: Path, n: int) -> Path:
@@ -177,3 +167,109 @@ def test_cuaverifierbench_style_parquet_rows(tmp_path, shared_data):
     (rec,) = ResultWriter(tmp_path / "o.jsonl").records()
     assert rec.id == "alltrails_find_23" and rec.status == "scored", rec.reason
     assert rec.result["task_id"] == "alltrails_find_23"
+
+
+def write_prompt_completion_rows(path: Path) -> Path:
+    """TRL-style rows, as a rollout_func would dump them: the answer is a `final_answer` tool call."""
+    prompt = [{"role": "user", "content": "Find the price of the blue kettle"}]
+    completion = [
+        {"role": "assistant", "content": "Searching.",
+         "tool_calls": [{"type": "function", "function": {"name": "click", "arguments": '{"x": 3}'}}]},
+        {"role": "tool", "name": "click", "content": "ok"},
+        {"role": "assistant", "content": "",
+         "tool_calls": [{"type": "function",
+                         "function": {"name": "final_answer", "arguments": '{"answer": "$24.99"}'}}]},
+    ]
+    path.write_text(json.dumps({"id": "r1", "task_id": "kettle", "prompt": prompt, "completion": completion})
+                    + "\n")
+    return path
+
+
+def test_answer_tool_rows_are_read_as_the_reward_reads_them(tmp_path):
+    """Offline scoring and the training reward must see the same final answer for one rollout."""
+    from reward.adapters import build_trajectories
+
+    src = write_prompt_completion_rows(tmp_path / "rows.jsonl")
+    row = json.loads(src.read_text())
+    (reward_view,) = build_trajectories([row["prompt"]], [row["completion"]], {"task_id": ["kettle"]},
+                                        answer_tools=settings().answer_tools)
+    assert reward_view.final_answer == "$24.99"
+    assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl")]) == 0
+    (rec,) = ResultWriter(tmp_path / "o.jsonl").records()
+    assert rec.id == "r1" and rec.status == "scored", rec.reason
+    assert rec.result["outcome_reasoning"] == "answer='$24.99'"  # fake_verify echoes the final answer
+    # and the settings' answer_tools are honoured offline too, not just a hard-wired default
+    args = build_parser().parse_args(["score-dataset", str(src), "--out", str(tmp_path / "p.jsonl"),
+                                      "--no-progress"])
+    assert args.func(args, settings=settings().model_copy(update={"answer_tools": ["submit"]})) == 0
+    (rec,) = ResultWriter(tmp_path / "p.jsonl").records()
+    assert rec.result["outcome_reasoning"] == "answer=None"
+
+
+def test_a_bad_file_or_line_is_an_unscored_record_not_a_crash(tmp_path):
+    """A truncated JSONL line and an unreadable file cost themselves only; the run finishes."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    good = Trajectory(task=Task(id="good", instruction="x"), final_answer="a").to_json()
+    (runs / "a.jsonl").write_text(good + "\n" + good[:40] + "\n")  # killed writer: torn last line
+    (runs / "b.json").write_text("{not json")
+    (runs / "c.jsonl").write_text(good.replace('"good"', '"good2"') + "\n")
+    assert run_cli([str(runs), "--out", str(tmp_path / "o.jsonl")]) == 0
+    recs = {r.id: r for r in ResultWriter(tmp_path / "o.jsonl").records()}
+    assert set(recs) == {"a.jsonl#0", "a.jsonl#1", "b.json#0", "c.jsonl#0"}
+    assert recs["a.jsonl#0"].status == recs["c.jsonl#0"].status == "scored"
+    assert recs["a.jsonl#1"].status == "unscored" and "truncated" in recs["a.jsonl#1"].reason
+    assert recs["b.json#0"].status == "unscored" and recs["b.json#0"].reason.startswith("TrajectoryError")
+    assert sorted(reward_fakes.CALLS) == ["good", "good2"]
+
+
+def test_a_single_bad_jsonl_file_source_keeps_its_good_records(tmp_path):
+    good = Trajectory(task=Task(id="good", instruction="x"), final_answer="a").to_json()
+    src = tmp_path / "r.jsonl"
+    src.write_text(good + "\n" + good[:40] + "\n")
+    assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl")]) == 0
+    recs = {r.id: r.status for r in ResultWriter(tmp_path / "o.jsonl").records()}
+    assert recs == {".#0": "scored", ".#1": "unscored"}
+
+
+def parsed(argv: list[str]):
+    return build_parser().parse_args(["score-dataset", "src", "--out", "o.jsonl", *argv])
+
+
+def test_config_format_and_flags_win_over_the_file(tmp_path, monkeypatch, capsys):
+    from verifier.cli.score_dataset_cmd import build_settings
+
+    for var in ("CUA_JUDGE_URL", "CUA_JUDGE_MODEL", "CUA_VERIFIER_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    shaped = tmp_path / "shaped.json"
+    shaped.write_text(json.dumps({"verifier": {"votes": 3}, "judge": {"model": "m", "timeout_s": 30},
+                                  "max_concurrency": 2}))
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"votes": 3, "top_k": 2, "max_concurrency": 2}))
+    for cfg in (shaped, plain):
+        s = build_settings(parsed(["--config", str(cfg)]))
+        assert s.verifier["votes"] == 3 and s.max_concurrency == 2
+        s = build_settings(parsed(["--config", str(cfg), "--votes", "5", "--top-k", "4", "--concurrency", "7",
+                                   "--model", "flag-model"]))
+        assert (s.verifier["votes"], s.verifier["top_k"], s.max_concurrency) == (5, 4, 7)
+        assert s.judge["model"] == "flag-model"
+    assert build_settings(parsed([])).max_concurrency == 8  # neither flag nor file: the command default
+    monkeypatch.setenv("CUA_VERIFIER_CONFIG", str(plain))  # the env file takes the same format
+    assert RewardSettings.from_env().verifier == {"votes": 3, "top_k": 2}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"votse": 3}))
+    args = parsed(["--config", str(bad)])
+    assert args.func(args) == 2  # a typo is a usage error, not silently ignored
+    assert "votse" in capsys.readouterr().err
+
+
+def test_both_commands_document_the_same_options():
+    from verifier.cli import _options
+
+    for cmd in ("score", "score-dataset"):
+        sub = next(a for a in build_parser()._subparsers._group_actions[0].choices.items() if a[0] == cmd)[1]
+        text = sub.format_help()
+        for flag in ("--config", "--votes", "--top-k", "--concurrency", "--judge-url", "--model"):
+            assert flag in text, (cmd, flag)
+        assert "Explicit flags win over the file" in " ".join(text.split()), cmd
+    assert "plain verifier fields" in _options.CONFIG_HELP

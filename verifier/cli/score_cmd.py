@@ -5,9 +5,12 @@ Scores trajectories on disk with the full Universal Verifier pipeline and append
 trajectory (fara or Online-Mind2Web folder, native .json/.jsonl) or a folder of them.
 
 Why resumable: a run is many judge calls and may be interrupted. Re-running the same command
-skips ids already scored (the id is the trajectory's path, plus `#k` inside multi-record files)
-and retries unscored ones. A trajectory that cannot be loaded or verified becomes an `unscored`
-record with its reason; nothing a single trajectory does can lose finished work.
+skips ids already scored and retries unscored ones. The id is the trajectory's path, resolved and
+shown relative to the current folder when under it (so `score x`, `score ./x` and `score /abs/x`
+share one id), plus `#k` inside multi-record files. A trajectory, file or JSONL line that cannot be
+loaded or verified becomes an `unscored` record with its reason; nothing a single trajectory does
+can crash the run or lose finished work. Sources and the loop are shared with `score-dataset`
+(verifier/cli/_sources.py), and so are the judge/verifier flags and the --config format.
 
 Exit status: 0 all scored, 3 some unscored, 2 bad usage or configuration.
 """
@@ -15,20 +18,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, CuaVerifierError, JudgeUnavailableError, TrajectoryError
+from ..errors import ConfigError, JudgeUnavailableError
+from ._options import add_scoring_args, check_known_keys, concurrency_of, settings_overrides
+from ._sources import Item, display_path, iter_path
 
 log = logging.getLogger(__name__)
-Item = tuple[str, Callable[[], Any]]  # (id, thunk -> Trajectory)
 
 
 def register(subparsers: Any) -> None:
@@ -36,60 +38,27 @@ def register(subparsers: Any) -> None:
                               description=__doc__.split("\n")[0])
     p.add_argument("paths", nargs="+", metavar="PATH", help="trajectory folder/file, or a folder of them")
     p.add_argument("--out", required=True, help="results JSONL (appended to; existing scored ids are skipped)")
-    p.add_argument("--judge-url", help="OpenAI-compatible base URL(s), comma-separated (default: CUA_JUDGE_URL)")
-    p.add_argument("--model", help="judge model name as served (default: CUA_JUDGE_MODEL)")
-    p.add_argument("--config", help="JSON file with VerifierConfig fields (e.g. {\"votes\": 3})")
-    p.add_argument("--votes", type=int, help="V: rescoring runs and outcome votes (odd)")
-    p.add_argument("--top-k", type=int, help="screenshots analysed per criterion")
-    p.add_argument("--concurrency", type=int, default=4, help="trajectories verified at once (default 4)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_scoring_args(p, default_concurrency=4)
     p.add_argument("--no-demo", action="store_true",
                    help="fail instead of starting the CPU demo judge when no judge is configured")
     p.set_defaults(func=run)
 
 
-def iter_items(paths: list[str]) -> Iterator[Item]:
-    """(id, loader) for every trajectory under `paths`; unreadable entries still yield (and fail later)."""
-    from ..loaders import detect_format, load_trajectories, load_trajectory
-
+def iter_items(paths: Iterable[str]) -> Iterator[Item]:
+    """(id, source, loader) for every trajectory under `paths`; unreadable ones fail in the loader."""
     for raw in paths:
-        root = Path(raw)
-        try:
-            fmt = detect_format(root)
-            children = [(root, fmt)]
-        except TrajectoryError as exc:
-            if not root.is_dir():
-                yield root.as_posix(), (lambda e=exc: (_ for _ in ()).throw(e))
-                continue
-            children = []
-            for child in sorted(root.iterdir()):
-                try:
-                    children.append((child, detect_format(child)))
-                except TrajectoryError:
-                    log.debug("skipping %s: not a trajectory", child)
-        for child, fmt in children:
-            if child.is_dir():
-                yield child.as_posix(), (lambda c=child: load_trajectory(c))
-            else:
-                for k, traj in enumerate(load_trajectories(child)):
-                    yield f"{child.as_posix()}#{k}", (lambda t=traj: t)
+        yield from iter_path(Path(raw), display_path)
 
 
 def build_config(args: argparse.Namespace) -> Any:
+    """The VerifierConfig from --config and the flags (which win); sets `args.settings` for the judge."""
     from ..config import VerifierConfig
 
-    values: dict[str, Any] = {}
-    if args.config:
-        try:
-            values.update(json.loads(Path(args.config).read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot read --config {args.config}: {exc}") from exc
-    if args.votes is not None:
-        values["votes"] = args.votes
-    if args.top_k is not None:
-        values["top_k"] = args.top_k
+    args.settings = settings_overrides(args)
+    check_known_keys(args.settings)
+    concurrency_of(args.settings, args)  # a bad value is a usage error now, not mid-run
     try:
-        return VerifierConfig(**values)
+        return VerifierConfig(**args.settings.get("verifier", {}))
     except ValueError as exc:
         raise ConfigError(f"invalid verifier configuration: {exc}") from exc
 
@@ -97,7 +66,7 @@ def build_config(args: argparse.Namespace) -> Any:
 def build_judge(args: argparse.Namespace) -> Any:
     from ..judge import JudgeConfig, Sampling, make_judge
 
-    overrides: dict[str, Any] = {}
+    overrides: dict[str, Any] = dict((getattr(args, "settings", None) or {}).get("judge") or {})
     if getattr(args, "demo_judge", False):  # a random-weight model fills every bounded string: give its replies room, keep images small
         overrides.update(sampling=Sampling(max_tokens=8192), image_max_side=224)
     if args.judge_url:
@@ -109,55 +78,28 @@ def build_judge(args: argparse.Namespace) -> Any:
     return make_judge(JudgeConfig.from_env(**overrides))
 
 
-async def score_all(items: Iterator[Item], out: Path, judge: Any, config: Any, *, concurrency: int = 4,
+async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *, concurrency: int = 4,
                     progress: bool = True) -> dict[str, int]:
     """Score every item whose id is not already scored in `out`; returns this run's counts."""
-    from tqdm.auto import tqdm
-
     from ..cache import StageCache
     from ..pipeline import verify
-    from ..records import ResultWriter, ScoreRecord
+    from ..records import ResultWriter
+    from ._sources import score_items
 
     writer, cache = ResultWriter(out), StageCache()
-    done = writer.done_ids()
-    todo = []
-    counts = {"scored": 0, "unscored": 0, "skipped": 0}
-    for rid, thunk in items:
-        if rid in done:
-            counts["skipped"] += 1
-        else:
-            todo.append((rid, thunk))
-    bar = tqdm(total=len(todo), disable=not progress, unit="traj", dynamic_ncols=True, desc="scoring")
-    gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(rid: str, thunk: Callable[[], Any]) -> None:
-        async with gate:
-            t0 = time.monotonic()
-            try:
-                traj = await asyncio.to_thread(thunk)
-                result = await verify(traj, config, judge=judge, cache=cache)
-                rec = ScoreRecord(id=rid, status="scored", source=rid, result=result,
-                                  duration_s=time.monotonic() - t0)
-            except CuaVerifierError as exc:
-                rec = ScoreRecord.unscored(rid, exc, source=rid, duration_s=time.monotonic() - t0)
-            except Exception as exc:  # a bug in one trajectory must not lose the others' work
-                log.exception("unexpected error while scoring %s", rid)
-                rec = ScoreRecord.unscored(rid, exc, source=rid, duration_s=time.monotonic() - t0)
-            writer.write(rec)
-            counts[rec.status] += 1
-            bar.update(1)
-            bar.set_postfix(scored=counts["scored"], unscored=counts["unscored"], refresh=False)
+    async def verify_one(traj: Any) -> Any:
+        return await verify(traj, config, judge=judge, cache=cache)
 
     try:
-        await asyncio.gather(*(one(rid, thunk) for rid, thunk in todo))
+        return await score_items(items, writer, verify_one, concurrency=concurrency, progress=progress)
     finally:
-        bar.close()
         writer.close()
-    return counts
 
 
 def _judge_configured(args: argparse.Namespace) -> bool:
-    return bool(args.judge_url or os.environ.get("CUA_JUDGE_URL"))
+    from_file = ((getattr(args, "settings", None) or {}).get("judge") or {}).get("base_urls")
+    return bool(args.judge_url or from_file or os.environ.get("CUA_JUDGE_URL"))
 
 
 def start_demo(args: argparse.Namespace) -> Any:
@@ -206,7 +148,8 @@ def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
     async def main() -> dict[str, int]:
         try:
             return await score_all(iter_items(args.paths), Path(args.out), judge, config,
-                                   concurrency=args.concurrency, progress=not args.no_progress)
+                                   concurrency=concurrency_of(args.settings, args),
+                                   progress=not args.no_progress)
         finally:
             await judge.aclose()
 
