@@ -103,7 +103,7 @@ async def test_truncation_without_reask_budget_raises_immediately(server):
 
 async def test_request_carries_strict_json_schema_and_explicit_sampling(server):
     server.default = ok(VALID)
-    judge = make_judge(fast_config(server.url))
+    judge = make_judge(fast_config(server.url, max_tokens_cap=50))  # cap <= floor: exactly the floor
     await judge.complete(MSGS, Score, stage="s", sampling=Sampling(temperature=0.3, max_tokens=77, seed=5))
     body = server.bodies[0]
     assert body["response_format"] == {"type": "json_schema", "json_schema": {

@@ -71,11 +71,12 @@ def test_unbounded_fields_are_reported_and_warned(caplog):
         text: str
         tags: list[str] = Field(max_length=3)
         n: int = Field(ge=0)
-        p: float = Field(ge=0.0, le=1.0)  # digits stay unbounded despite the range
+        p: float = Field(ge=0.0, le=1.0)  # bounded: range + the multipleOf json_schema_for adds
+        q: float = Field(ge=0.0)  # no maximum: unbounded
 
     with caplog.at_level(logging.WARNING, logger="cua_verifier.judge"):
         schema = json_schema_for(Loose)
-    assert unbounded_paths(schema) == ["$.text", "$.tags[]", "$.n", "$.p"]
+    assert unbounded_paths(schema) == ["$.text", "$.tags[]", "$.n", "$.q"]
     assert "unbounded" in caplog.text and "$.text" in caplog.text
 
 

@@ -78,7 +78,12 @@ class JudgeConfig(BaseModel):
     """Directory of the on-disk response cache (None: no cache). Only deterministic calls are
     cached (temperature 0 or an explicit seed)."""
     sampling: Sampling = Field(default_factory=Sampling)
-    """Default sampling when a call passes none."""
+    """Default sampling when a call passes none. Its ``max_tokens`` is a floor: each call sends
+    the worst-case reply size of its output schema (see ``max_tokens_cap``) when that is larger."""
+    max_tokens_cap: int = Field(default=8192, ge=1)
+    """Most ``max_tokens`` one call may ask for when sized from its output schema: a weak judge
+    fills every bounded field, and the largest stage replies (rubric, evidence) exceed 2048 tokens.
+    Set it at or below ``sampling.max_tokens`` to always send the configured value."""
 
     @field_validator("base_urls")
     @classmethod

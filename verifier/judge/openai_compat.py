@@ -7,6 +7,11 @@ reply (as an assistant message) and the validation error (as a user message), as
 a truncated reply (``finish_reason == "length"``) is never parsed, only re-asked once with a note.
 Each re-ask sends the original messages plus only the latest failure, so prompts stay bounded.
 
+``max_tokens`` is sized per call from the output schema's worst-case reply (`reply_token_budget`),
+between the configured ``sampling.max_tokens`` and ``max_tokens_cap``. When vLLM answers 400
+because prompt + max_tokens exceeds the model's context, the request is sent once more with the
+``max_tokens`` that still fits (parsed from the error text); other 400s are not retried.
+
 Structured output is requested through ``response_format`` (json_schema, strict) or, for providers
 without it, ``json_object`` with the schema in the system prompt. Never the removed ``guided_*``
 fields: vLLM >= 0.12 ignores them silently.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any, TypeVar
 
 import openai
@@ -32,10 +38,22 @@ from .cache import ResponseCache, cache_key, cacheable
 from .config import JudgeConfig
 from .endpoints import EndpointPool, Tally, describe, is_transient
 from .images import ImageEncoder
-from .schema import ReplyParseError, json_schema_for, parse_reply, schema_instructions, schema_name
+from .schema import (
+    ReplyParseError,
+    json_schema_for,
+    parse_reply,
+    reply_token_budget,
+    schema_instructions,
+    schema_name,
+)
 
 log = logging.getLogger("cua_verifier.judge")
 T = TypeVar("T", bound=BaseModel)
+
+#: A context-overflow retry below this many completion tokens is not worth sending.
+MIN_FIT_TOKENS = 64
+_CONTEXT = re.compile(r"maximum context length is (\d+)")
+_PROMPT = re.compile(r"(\d+) input tokens|(\d+) in the messages|prompt contains (?:at least )?(\d+)")
 
 TRUNCATION_NOTE = ("Your previous reply was cut off at the length limit before the JSON was complete. "
                    "Answer again with the same JSON object, keeping every text field much shorter.")
@@ -127,10 +145,10 @@ class OpenAICompatJudge:
         return out
 
     def _request(self, messages: list[dict[str, Any]], output_model: type[BaseModel],
-                 schema: dict[str, Any], sampling: Sampling) -> dict[str, Any]:
+                 schema: dict[str, Any], sampling: Sampling, max_tokens: int) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.config.model, "messages": messages, "temperature": sampling.temperature,
-            "top_p": sampling.top_p, "max_tokens": sampling.max_tokens, "timeout": self.config.timeout_s}
+            "top_p": sampling.top_p, "max_tokens": max_tokens, "timeout": self.config.timeout_s}
         if sampling.seed is not None:
             request["seed"] = sampling.seed
         if self.config.structured_output == "json_schema":
@@ -148,9 +166,11 @@ class OpenAICompatJudge:
         last_raw: str | None = None
         truncated_before = False
         rounds = self.config.reask_retries + 1
+        max_tokens = reply_token_budget(schema, floor=sampling.max_tokens, cap=self.config.max_tokens_cap)
         for round_no in range(1, rounds + 1):
-            request = self._request(rendered + followup, output_model, schema, sampling)
+            request = self._request(rendered + followup, output_model, schema, sampling, max_tokens)
             response = await self._send(request, tally, stage, last_raw)
+            max_tokens = request["max_tokens"]  # lowered by a context-overflow retry: keep it
             if response.usage is not None:
                 tally.prompt_tokens += response.usage.prompt_tokens or 0
                 tally.completion_tokens += response.usage.completion_tokens or 0
@@ -160,7 +180,7 @@ class OpenAICompatJudge:
             if choice is not None and choice.finish_reason == "length":
                 if truncated_before or round_no == rounds:
                     raise JudgeTruncatedError(
-                        f"reply truncated at max_tokens={sampling.max_tokens} ({tally.attempts} requests)",
+                        f"reply truncated at max_tokens={max_tokens} ({tally.attempts} requests)",
                         stage=stage, last_reply=raw, usage=_usage(tally))
                 truncated_before = True
                 followup = [{"role": "user", "content": TRUNCATION_NOTE}]
@@ -187,24 +207,58 @@ class OpenAICompatJudge:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _send(self, request: dict[str, Any], tally: Tally, stage: str, last_raw: str | None) -> Any:
-        """Transport layer call, with SDK errors mapped to our typed errors."""
+        """Transport layer call, with SDK errors mapped to our typed errors.
+
+        A 400 saying prompt + max_tokens exceeds the context is retried once with the max_tokens
+        that fits (`request` is updated in place so later re-asks keep it).
+        """
         try:
             return await self._pool.send(request, tally, stage=stage)
-        except ValueError as exc:  # a 200 whose body is not JSON: a proxy page, a wrong URL
-            raise JudgeUnavailableError(
+        except openai.BadRequestError as exc:
+            fit = fitting_max_tokens(f"{exc} {getattr(exc, 'body', '')}", request["max_tokens"])
+            if fit is None:
+                raise self._mapped(exc, tally, stage, last_raw) from exc
+            log.warning("judge context too small for max_tokens=%d (stage=%s); retrying with %d",
+                        request["max_tokens"], stage, fit)
+            request["max_tokens"] = fit
+        except (ValueError, openai.APIError) as exc:
+            raise self._mapped(exc, tally, stage, last_raw) from exc
+        try:
+            return await self._pool.send(request, tally, stage=stage)
+        except (ValueError, openai.APIError) as exc:
+            raise self._mapped(exc, tally, stage, last_raw) from exc
+
+    def _mapped(self, exc: Exception, tally: Tally, stage: str, last_raw: str | None) -> JudgeError:
+        """The typed error for an SDK/transport exception."""
+        if not isinstance(exc, openai.APIError):  # a 200 whose body is not JSON: a proxy page, a wrong URL
+            return JudgeUnavailableError(
                 f"malformed HTTP response from the judge endpoint (not an OpenAI-compatible server?): {exc}",
-                stage=stage, last_reply=last_raw, usage=_usage(tally)) from exc
-        except openai.APIError as exc:
-            if is_transient(exc):
-                raise JudgeUnavailableError(
-                    f"judge unavailable after {tally.attempts} requests: {describe(exc)}",
-                    stage=stage, last_reply=last_raw, usage=_usage(tally)) from exc
-            hint = ""
-            if isinstance(exc, openai.BadRequestError) and self.config.structured_output == "json_schema":
-                hint = " (if the server lacks json_schema support, set structured_output='json_object')"
-            body = str(getattr(exc, "body", "") or "")[:300]
-            raise JudgeError(f"judge request rejected: {describe(exc)}: {body}{hint}",
-                             stage=stage, last_reply=last_raw, usage=_usage(tally)) from exc
+                stage=stage, last_reply=last_raw, usage=_usage(tally))
+        if is_transient(exc):
+            return JudgeUnavailableError(f"judge unavailable after {tally.attempts} requests: {describe(exc)}",
+                                         stage=stage, last_reply=last_raw, usage=_usage(tally))
+        hint = ""
+        if isinstance(exc, openai.BadRequestError) and self.config.structured_output == "json_schema":
+            hint = " (if the server lacks json_schema support, set structured_output='json_object')"
+        body = str(getattr(exc, "body", "") or "")[:300]
+        return JudgeError(f"judge request rejected: {describe(exc)}: {body}{hint}",
+                          stage=stage, last_reply=last_raw, usage=_usage(tally))
+
+
+def fitting_max_tokens(error_text: str, requested: int) -> int | None:
+    """The max_tokens that fits the context, from vLLM's 400 text; None when the error is not a
+    context overflow, cannot be parsed, or leaves fewer than ``MIN_FIT_TOKENS`` (the prompt itself
+    is too long: a smaller max_tokens would not help).
+
+    vLLM words it as "... maximum context length is 4096 tokens and your request has 2778 input
+    tokens (8000 > 4096 - 2778)" or, in older versions, "... However, you requested 8292 tokens
+    (100 in the messages, 8192 in the completion)".
+    """
+    context, prompt = _CONTEXT.search(error_text), _PROMPT.search(error_text)
+    if context is None or prompt is None:
+        return None
+    fit = int(context.group(1)) - int(next(g for g in prompt.groups() if g is not None))
+    return fit if MIN_FIT_TOKENS <= fit < requested else None
 
 
 def _usage(tally: Tally) -> Usage:

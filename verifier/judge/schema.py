@@ -10,6 +10,13 @@ The output model is the single source of truth: it is both what constrains decod
 - A weak model never closes an unbounded string, and vLLM's default grammar backend lets raw
   control characters into bounded strings (strict ``json.loads`` then fails). So we warn about
   unbounded fields and parse with ``json.loads(strict=False)``.
+- A float in [0, 1] still lets a weak model write ``1.0000...`` until max_tokens: a range bounds
+  the value, not the digits. Every float property is sent with ``multipleOf`` (``FLOAT_STEP``, or
+  the field's own ``multiple_of``), which vLLM's guidance backend turns into a bounded number of
+  decimals. Only the emitted schema changes: pydantic still parses any float.
+- A schema with every field bounded has a worst-case reply length (`worst_case_chars`); the judge
+  sizes ``max_tokens`` from it (`reply_token_budget`) so a judge that fills every field still closes
+  its JSON, while small replies keep the configured floor.
 
 Example::
 
@@ -32,6 +39,12 @@ log = logging.getLogger("cua_verifier.judge")
 T = TypeVar("T", bound=BaseModel)
 
 _DROP_KEYS = {"title", "default"}
+#: ``multipleOf`` given to float properties that do not set their own (two decimals).
+FLOAT_STEP = 0.01
+#: Conservative characters per token of a JSON reply (English prose is ~4; keys and digits fewer).
+CHARS_PER_TOKEN = 3
+#: Tokens added to the worst-case estimate (whitespace between tokens, tokenizer variance).
+TOKEN_MARGIN = 256
 _FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
@@ -57,7 +70,7 @@ def json_schema_for(model: type[BaseModel]) -> dict[str, Any]:
     """
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
-    schema = _close(_inline(raw, defs, ()))
+    schema = _step_floats(_close(_inline(raw, defs, ())))
     unbounded = unbounded_paths(schema)
     if unbounded:
         log.warning("output model %s has unbounded fields (a weak judge may never stop): %s",
@@ -100,12 +113,26 @@ def _close(node: Any) -> Any:
     return out
 
 
+def _step_floats(node: Any) -> Any:
+    """Every ``number`` node gets ``multipleOf`` (bounded decimals); integers are left alone."""
+    if isinstance(node, list):
+        return [_step_floats(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: (_step_floats(v) if k != "properties" else {p: _step_floats(s) for p, s in v.items()})
+           for k, v in node.items()}
+    if out.get("type") == "number" and "multipleOf" not in out:
+        out["multipleOf"] = FLOAT_STEP
+    return out
+
+
 def unbounded_paths(schema: dict[str, Any], path: str = "$") -> list[str]:
     """Paths whose length constrained decoding cannot bound.
 
-    Strings without maxLength/enum, arrays without maxItems, integers without a range, and every
-    float: on vLLM (guidance backend) a random-weight judge answered a ``confidence`` in [0, 1] with
-    ``1.000...`` until max_tokens. Prefer bounded integers (e.g. 0-100) for scores.
+    Strings without maxLength/enum, arrays without maxItems, integers without a range, and floats
+    without a range *and* ``multipleOf``: on vLLM (guidance backend) a random-weight judge answered
+    a ``confidence`` in [0, 1] with ``1.000...`` until max_tokens; ``multipleOf`` (added by
+    `json_schema_for`) bounds the decimals.
     """
     found: list[str] = [path] if _unbounded(schema) else []
     for name, sub in schema.get("properties", {}).items():
@@ -126,11 +153,59 @@ def _unbounded(schema: dict[str, Any]) -> bool:
         return "maxLength" not in keys
     if kind == "array":
         return "maxItems" not in keys
-    if kind == "number":  # a range bounds the value, not the digits: "1.000000..." is in [0, 1]
-        return True
+    ranged = bool({"maximum", "exclusiveMaximum"} & keys and {"minimum", "exclusiveMinimum"} & keys)
+    if kind == "number":  # a range bounds the value, multipleOf the digits ("1.000000..." is in [0, 1])
+        return not (ranged and "multipleOf" in keys)
     if kind == "integer":
-        return not ({"maximum", "exclusiveMaximum"} & keys and {"minimum", "exclusiveMinimum"} & keys)
+        return not ranged
     return False
+
+
+def worst_case_chars(schema: dict[str, Any]) -> int | None:
+    """Length of the longest compact JSON reply `schema` admits (strings and lists full), or None
+    when some path is unbounded (see `unbounded_paths`)."""
+    if "enum" in schema or "const" in schema:
+        return max(len(json.dumps(v)) for v in schema.get("enum", [schema.get("const")]))
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            sizes = [worst_case_chars(s) for s in schema[key]]
+            return None if None in sizes else max(sizes)  # type: ignore[type-var]
+    if _unbounded(schema) or "allOf" in schema:
+        return None
+    kind = schema.get("type")
+    if kind == "string":
+        return schema["maxLength"] + 2
+    if kind in ("integer", "number"):
+        lo = schema.get("minimum", schema.get("exclusiveMinimum"))
+        hi = schema.get("maximum", schema.get("exclusiveMaximum"))
+        digits = max(len(str(int(lo))), len(str(int(hi))))
+        if kind == "integer":
+            return digits
+        step = repr(float(schema["multipleOf"]))
+        decimals = len(step.split(".")[1].rstrip("0")) if "e" not in step else 17
+        return digits + 1 + decimals
+    if kind == "array":
+        item = worst_case_chars(schema["items"]) if isinstance(schema.get("items"), dict) else 0
+        n = schema["maxItems"]
+        return None if item is None else 2 + n * item + max(n - 1, 0)  # brackets, items, commas
+    if kind == "object":
+        props = schema.get("properties", {})
+        sizes = [worst_case_chars(sub) for sub in props.values()]
+        if None in sizes:
+            return None
+        return 2 + sum(len(json.dumps(k)) + 1 + v for k, v in zip(props, sizes)) + max(len(props) - 1, 0)
+    return {"boolean": 5, "null": 4}.get(kind or "", None)
+
+
+def reply_token_budget(schema: dict[str, Any], *, floor: int, cap: int) -> int:
+    """``max_tokens`` for one call: the worst-case reply of `schema` in tokens, plus a margin,
+    at most `cap`, never below `floor` (the configured ``Sampling.max_tokens``).
+
+    An unbounded schema has no worst case: it gets `cap` (or `floor` if larger).
+    """
+    chars = worst_case_chars(schema)
+    need = cap if chars is None else -(-chars // CHARS_PER_TOKEN) + TOKEN_MARGIN
+    return max(floor, min(cap, need))
 
 
 def schema_instructions(model: type[BaseModel]) -> str:
