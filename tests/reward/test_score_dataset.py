@@ -273,3 +273,22 @@ def test_both_commands_document_the_same_options():
             assert flag in text, (cmd, flag)
         assert "Explicit flags win over the file" in " ".join(text.split()), cmd
     assert "plain verifier fields" in _options.CONFIG_HELP
+
+
+def test_a_failing_writer_stops_the_run_with_its_error_not_a_hang(tmp_path):
+    """The shared loop: when records cannot be written (disk full), say so at once."""
+    import asyncio
+
+    from verifier.cli._sources import score_items
+
+    class FullDisk(ResultWriter):
+        def write(self, record):
+            raise OSError(28, "No space left on device")
+
+    async def verify_one(traj):
+        return {"process_score": 1.0}
+
+    items = ((f"id{k}", "src", lambda: None) for k in range(100))
+    with pytest.raises(OSError, match="No space left"):
+        asyncio.run(asyncio.wait_for(score_items(items, FullDisk(tmp_path / "o.jsonl"), verify_one,
+                                                 concurrency=2, progress=False), timeout=20))
