@@ -292,3 +292,16 @@ def test_a_failing_writer_stops_the_run_with_its_error_not_a_hang(tmp_path):
     with pytest.raises(OSError, match="No space left"):
         asyncio.run(asyncio.wait_for(score_items(items, FullDisk(tmp_path / "o.jsonl"), verify_one,
                                                  concurrency=2, progress=False), timeout=20))
+
+
+def test_unreachable_dataset_source_is_a_clear_usage_error(tmp_path, monkeypatch, capsys):
+    datasets = pytest.importorskip("datasets")
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("Couldn't reach 'org/missing' on the Hub (LocalEntryNotFoundError)")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    assert run_cli(["org/missing", "--out", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot open dataset source 'org/missing'" in err and "ConnectionError" in err
+    assert not (tmp_path / "o.jsonl").exists() or not (tmp_path / "o.jsonl").read_text().strip()

@@ -99,10 +99,15 @@ def load_rows(source: str, *, split: str, name: str | None, streaming: bool) -> 
     import datasets  # lazy: the `train`/`bench` extras
 
     path = Path(source)
-    if path.is_file():
-        return datasets.load_dataset(DATA_SUFFIXES[path.suffix.lower()], data_files=str(path), split="train",
-                                     streaming=streaming)
-    return datasets.load_dataset(source, name, split=split, streaming=streaming)
+    try:
+        if path.is_file():
+            return datasets.load_dataset(DATA_SUFFIXES[path.suffix.lower()], data_files=str(path),
+                                         split="train", streaming=streaming)
+        return datasets.load_dataset(source, name, split=split, streaming=streaming)
+    except (OSError, ValueError) as exc:
+        # ConnectionError/FileNotFoundError are OSErrors: an unknown name or an offline hub.
+        raise ConfigError(f"cannot open dataset source {source!r} (split {split!r}): "
+                          f"{type(exc).__name__}: {exc}") from exc
 
 
 def iter_rows(ds: Any, source: str, id_column: str | None,
