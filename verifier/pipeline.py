@@ -76,10 +76,14 @@ def expected_calls(*, distinct: int, analysed: int, config: VerifierConfig, cond
             + 1 + analysed + int(conditions_call) + cfg.votes + 1 + cfg.votes + 2 * int(cfg.diagnosis))
 
 
-async def _soft(r: Run, stage: str, coro: Any) -> Any:
-    """Await a stage the run can do without: a JudgeError degrades it to None."""
+async def _soft(r: Run, stage: str, fn: Any, *args: Any) -> Any:
+    """Run a stage the run can do without: a JudgeError degrades it to None.
+
+    Takes the function, not a coroutine, so a task cancelled before it starts leaves no
+    never-awaited coroutine behind (a RuntimeWarning when a failed run cancels its background).
+    """
     try:
-        return await coro
+        return await fn(*args)
     except JudgeError as exc:
         r.degrade(stage, exc)
         return None
@@ -116,7 +120,7 @@ async def _relevance_and_evidence(r: Run, hash_groups: dict[str, list[int]], d0:
             if cids:
                 same = [m for m in hash_groups[reps[n]] if m != n]
                 ev_tasks.append(r.spawn(
-                    _soft(r, evidence.STAGE, evidence.analyse(r, n, cids, same, row_depth + 1))))
+                    _soft(r, evidence.STAGE, evidence.analyse, r, n, cids, same, row_depth + 1)))
     found = [ev for got in await asyncio.gather(*ev_tasks) if got for ev in got]
     groups = group(known, ids, **kw)
     return known, groups, found, (row_depth + 1 if ev_tasks else row_depth)
@@ -148,7 +152,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     rb, ids = r.rubric, r.rubric.ids()
     hash_groups = trajectory.distinct_screenshots()
 
-    action_task = r.spawn(_soft(r, action_scoring.STAGE, action_scoring.run(r, d0 + 1)))
+    action_task = r.spawn(_soft(r, action_scoring.STAGE, action_scoring.run, r, d0 + 1))
     known, groups, found, d_ev = await _relevance_and_evidence(r, hash_groups, d0)
     action: ActionScores | None = await action_task
     d_ev = max(d_ev, d0 + 1)
@@ -156,7 +160,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     ev_text = evidence.render(rb, ev_by)
 
     images = rescoring.final_images(r, hash_groups)
-    side_task = r.spawn(_soft(r, side_effects.STAGE, side_effects.run(r, ev_text, images, d_ev + 1)))
+    side_task = r.spawn(_soft(r, side_effects.STAGE, side_effects.run, r, ev_text, images, d_ev + 1))
     status, d_cond = await conditions.run(r, ev_by, action, ev_text, d_ev + 1)
     applies = {c.id: status.get(c.id, (True, "none"))[0] for c in rb.criteria}
     d_resc = d_cond + 1

@@ -242,3 +242,28 @@ async def test_trajectory_without_screenshots_still_scores():
     assert judge.requests_for("relevance") == [] and judge.requests_for("evidence") == []
     assert res.relevance.matrix == [] and res.topk == {"c1": [], "c2": []}
     assert res.usage.calls == expected_calls(distinct=0, analysed=0, config=VerifierConfig())
+
+
+
+async def test_a_soft_stage_cancelled_before_it_starts_leaves_no_never_awaited_coroutine():
+    """`verify` cancels background stages when a run fails; one cancelled before its first step
+    must not leave a never-awaited stage coroutine behind (a RuntimeWarning in the user's log)."""
+    import gc
+    import warnings
+
+    from verifier.pipeline import _soft
+
+    calls = []
+
+    async def stage_run(x):
+        calls.append(x)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        task = asyncio.ensure_future(_soft(None, "side_effects", stage_run, 1))
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        gc.collect()
+    assert calls == []
+    assert not [w for w in caught if "never awaited" in str(w.message)]
