@@ -232,6 +232,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(f"process score mean: {summary['process_score_mean']:.3f}  "
                      f"process success: {pct(summary['process_success_rate'])}  "
                      f"outcome success: {pct(summary['outcome_success_rate'])}")
+    elif summary["scored"]:  # verdict-only verifiers (baselines) have no process score
+        lines.append(f"outcome success: {pct(summary['outcome_success_rate'])}  (no process score)")
     for reason, n in summary["unscored_reasons"].items():
         lines.append(f"  unscored ({reason}): {n}")
     return "\n".join(lines)

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from .prompts import PromptInfo
 
-RESULT_SCHEMA_VERSION = "1.0"
+RESULT_SCHEMA_VERSION = "1.1"  # 1.1: process fields are null for verdict-only verifiers
 
 
 class EvidenceRecord(BaseModel):

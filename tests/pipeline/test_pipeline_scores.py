@@ -5,7 +5,7 @@ from pipeline_helpers import make_traj, rescore, rubric_answer
 from verifier.config import VerifierConfig
 from verifier.errors import JudgeInvalidOutputError
 from verifier.pipeline import verify
-from verifier.result import VerificationResult
+from verifier.result import RESULT_SCHEMA_VERSION, VerificationResult
 from verifier.testing import ScriptedJudge
 
 GROUPED = rubric_answer([
@@ -140,7 +140,7 @@ async def test_result_is_json_round_trippable(traj4):
     res = await verify(traj4, judge=ScriptedJudge())
     again = VerificationResult.model_validate_json(res.model_dump_json())
     assert again == res
-    assert res.schema_version == "1.0" and res.models == ["scripted-judge"]
+    assert res.schema_version == RESULT_SCHEMA_VERSION and res.models == ["scripted-judge"]
     assert {"rubric", "context", "principles.untrusted", "outcome"} <= {p.id for p in res.prompts}
     assert all(len(p.sha256) == 64 for p in res.prompts)
 

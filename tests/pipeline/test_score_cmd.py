@@ -7,6 +7,7 @@ import pytest
 from verifier.cli import main, score_cmd
 from verifier.cli._sources import display_path
 from verifier.errors import JudgeUnavailableError
+from verifier.result import RESULT_SCHEMA_VERSION
 from verifier.testing import ScriptedJudge
 
 pytest.importorskip("verifier.loaders")
@@ -32,7 +33,7 @@ def test_score_examples_and_resume(repo_root, tmp_path, monkeypatch):
     recs = lines(out)
     n = len(recs)
     assert n >= 1 and all(r["status"] == "scored" for r in recs)
-    assert all(r["result"]["schema_version"] == "1.0" and r["result"]["relevance"]["matrix"] for r in recs)
+    assert all(r["result"]["schema_version"] == RESULT_SCHEMA_VERSION and r["result"]["relevance"]["matrix"] for r in recs)
     assert judges[0].closed
     assert main(argv) == 0  # resume: everything already scored
     assert len(lines(out)) == n and judges[1].requests == []
