@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import hmac
-import ipaddress
 import json
 import os
 import sys
@@ -26,19 +25,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from serving.command import is_loopback
 from verifier.errors import ConfigError
 
 FILLER = "scripted"
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a few screenshots at the judge's image size fit comfortably
 
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def minimal_instance(schema: dict[str, Any], index: int = 0) -> Any:

@@ -88,7 +88,8 @@ class LaunchCommand(BaseModel):
         return out
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses: where a server may run without a key."""
     if host == "localhost":
         return True
     try:
@@ -103,7 +104,7 @@ def build_command(cfg: ServeConfig) -> LaunchCommand:
     model = cfg.model or p.model
     if not model:
         raise ConfigError(f"preset {p.name!r} has no default model: pass --model (a hub id or local path)")
-    if cfg.api_key_env is None and not _is_loopback(cfg.host):
+    if cfg.api_key_env is None and not is_loopback(cfg.host):
         raise ConfigError(f"refusing to serve on {cfg.host} without an API key; set --api-key-env")
     device = cfg.device or p.device
     bindir = Path(cfg.venv) / "bin" if cfg.venv else None

@@ -26,6 +26,7 @@ from verifier.errors import JudgeError, JudgeInvalidOutputError, JudgeTruncatedE
 from verifier.judge.base import Message, Reply, Sampling, Usage
 from verifier.judge.images import ImageEncoder
 from verifier.judge.schema import ReplyParseError, json_schema_for, parse_reply
+from verifier.judge.wire import render_chat
 
 from .command import STRUCTURED_OUTPUTS
 from .presets import JudgePreset, get_preset
@@ -179,19 +180,4 @@ class InProcessJudge:
 
     def _render(self, messages: list[Message]) -> list[dict[str, Any]]:
         """Protocol messages -> OpenAI-format chat messages, images as data URLs (as over HTTP)."""
-        out: list[dict[str, Any]] = []
-        for msg in messages:
-            if msg.role != "user":
-                out.append({"role": msg.role, "content": "\n\n".join(p.text for p in msg.content
-                                                                      if p.type == "text")})
-                continue
-            parts: list[dict[str, Any]] = []
-            for part in msg.content:
-                if part.type == "text":
-                    parts.append({"type": "text", "text": part.text})
-                    continue
-                if part.label:
-                    parts.append({"type": "text", "text": part.label})
-                parts.append({"type": "image_url", "image_url": {"url": self.encoder.encode(part.screenshot).data_url}})
-            out.append({"role": "user", "content": parts})
-        return out
+        return render_chat(messages, self.encoder)

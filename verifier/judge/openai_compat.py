@@ -46,6 +46,7 @@ from .schema import (
     schema_instructions,
     schema_name,
 )
+from .wire import render_chat
 
 log = logging.getLogger("cua_verifier.judge")
 T = TypeVar("T", bound=BaseModel)
@@ -115,27 +116,7 @@ class OpenAICompatJudge:
     # ---- rendering ----------------------------------------------------------------------------
     def _render(self, messages: list[Message], output_model: type[BaseModel]) -> list[dict[str, Any]]:
         """Protocol messages -> OpenAI chat messages (runs in a worker thread: images are encoded)."""
-        out: list[dict[str, Any]] = []
-        for msg in messages:
-            if msg.role != "user":  # system/assistant content as plain text: accepted everywhere
-                if any(p.type == "image" for p in msg.content):
-                    raise ValueError(f"images belong in user messages, not in a {msg.role} message")
-                out.append({"role": msg.role, "content": "\n\n".join(
-                    p.text for p in msg.content if p.type == "text")})
-                continue
-            parts: list[dict[str, Any]] = []
-            for part in msg.content:
-                if part.type == "text":
-                    parts.append({"type": "text", "text": part.text})
-                    continue
-                if part.label:
-                    parts.append({"type": "text", "text": part.label})
-                image = self.encoder.encode(part.screenshot)
-                item: dict[str, Any] = {"type": "image_url", "image_url": {"url": image.data_url}}
-                if self.config.image_uuid:
-                    item["uuid"] = image.sha256
-                parts.append(item)
-            out.append({"role": "user", "content": parts})
+        out = render_chat(messages, self.encoder, image_uuid=self.config.image_uuid)
         if self._lenient:
             instructions = schema_instructions(output_model)
             if out and out[0]["role"] == "system":
