@@ -6,7 +6,6 @@ every number must be a bounded integer. Checked on the base models, on the per-c
 `for_call` builds, and on every model a full pipeline run actually requested.
 """
 import inspect
-import json
 
 import pytest
 from pipeline_helpers import make_traj, rubric_answer
@@ -14,7 +13,7 @@ from pydantic import BaseModel
 
 from verifier import schemas
 from verifier.config import VerifierConfig
-from verifier.judge.schema import json_schema_for, unbounded_paths
+from verifier.judge.schema import json_schema_for, unbounded_paths, worst_case_chars
 from verifier.narrowing import for_call
 from verifier.pipeline import verify
 from verifier.testing import ScriptedJudge
@@ -82,24 +81,6 @@ def test_earned_points_are_whole_numbers_in_range():
     for bad in (2.5, 11, -1):
         with pytest.raises(ValueError):
             model.model_validate({"items": [{**item, "earned": bad}]})
-
-
-def worst_case_chars(schema: dict) -> int:
-    """Length of the longest compact JSON reply `schema` admits (strings filled, lists full)."""
-    if "enum" in schema or "const" in schema:
-        return max(len(json.dumps(v)) for v in schema.get("enum", [schema.get("const")]))
-    if "anyOf" in schema:
-        return max(worst_case_chars(s) for s in schema["anyOf"])
-    kind = schema.get("type")
-    if kind == "string":
-        return schema["maxLength"] + 2
-    if kind == "integer":
-        return max(len(str(schema["minimum"])), len(str(schema["maximum"])))
-    if kind == "array":
-        return 2 + schema["maxItems"] * (worst_case_chars(schema["items"]) + 1)
-    if kind == "object":
-        return 2 + sum(len(k) + 4 + worst_case_chars(v) for k, v in schema["properties"].items())
-    return {"boolean": 5, "null": 4}[kind]
 
 
 # A weak judge tends to fill every string and list, and must still close its JSON within max_tokens

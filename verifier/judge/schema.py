@@ -70,7 +70,7 @@ def json_schema_for(model: type[BaseModel]) -> dict[str, Any]:
     """
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
-    schema = _step_floats(_close(_inline(raw, defs, ())))
+    schema = _walk(_inline(raw, defs, ()), lambda n: _step_float(_close_object(n)))
     unbounded = unbounded_paths(schema)
     if unbounded:
         log.warning("output model %s has unbounded fields (a weak judge may never stop): %s",
@@ -99,31 +99,32 @@ def _inline(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:
     return out
 
 
-def _close(node: Any) -> Any:
+def _walk(node: Any, fix: Any) -> Any:
+    """Rebuild a schema bottom-up, applying `fix(node)` to every subschema dict.
+
+    Property *names* are never treated as subschemas (a property may be called "type").
+    """
+    if isinstance(node, list):
+        return [_walk(x, fix) for x in node]
+    if not isinstance(node, dict):
+        return node
+    return fix({k: (_walk(v, fix) if k != "properties" else {p: _walk(s, fix) for p, s in v.items()})
+                for k, v in node.items()})
+
+
+def _close_object(node: dict[str, Any]) -> dict[str, Any]:
     """Every object: no extra keys, all properties required (strict mode's rules)."""
-    if isinstance(node, list):
-        return [_close(x) for x in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: (_close(v) if k != "properties" else {p: _close(s) for p, s in v.items()})
-           for k, v in node.items()}
-    if out.get("type") == "object" or "properties" in out:
-        out["additionalProperties"] = False
-        out["required"] = list(out.get("properties", {}))
-    return out
+    if node.get("type") == "object" or "properties" in node:
+        node["additionalProperties"] = False
+        node["required"] = list(node.get("properties", {}))
+    return node
 
 
-def _step_floats(node: Any) -> Any:
-    """Every ``number`` node gets ``multipleOf`` (bounded decimals); integers are left alone."""
-    if isinstance(node, list):
-        return [_step_floats(x) for x in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: (_step_floats(v) if k != "properties" else {p: _step_floats(s) for p, s in v.items()})
-           for k, v in node.items()}
-    if out.get("type") == "number" and "multipleOf" not in out:
-        out["multipleOf"] = FLOAT_STEP
-    return out
+def _step_float(node: dict[str, Any]) -> dict[str, Any]:
+    """Every ``number`` gets ``multipleOf`` (bounded decimals); integers are left alone."""
+    if node.get("type") == "number" and "multipleOf" not in node:
+        node["multipleOf"] = FLOAT_STEP
+    return node
 
 
 def unbounded_paths(schema: dict[str, Any], path: str = "$") -> list[str]:
