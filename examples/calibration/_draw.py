@@ -17,7 +17,7 @@ from typing import Any
 from PIL import Image, ImageDraw, ImageFont
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from verifier.trajectory import RunStatus, Screenshot, Step, Task, Trajectory  # noqa: E402
+from verifier.trajectory import RunStatus, Screenshot, Step, Task, Trajectory
 
 W, H = 640, 400
 T0 = 1780300800.0  # 2026-06-01T08:00:00Z: fixed, so the files are byte-reproducible

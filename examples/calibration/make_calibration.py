@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _draw import Case, P, RunStatus, write_case  # noqa: E402
+from _draw import Case, P, RunStatus, write_case
 
 OUT = Path(__file__).resolve().parent
 LEN, PED, MEC = "lenient-trap", "pedantic-trap", "mechanism"
@@ -233,10 +233,10 @@ def outcome_cases() -> list[Case]:
         ,
         Case("o12-rubric-stricter-than-task", ["O12"], PED, "Find a recipe for vegan banana bread.",
              [P(rec, "BakeIt", ("[ vegan banana bread ]",), ("Search",)),
-              P(rec + "r/vegan-banana-bread", "Easy Vegan Banana Bread", ("4.7 stars (912)", "Ingredients: 3 ripe "
-                "bananas, flour, ...", "Steps: 1. Mash bananas ...")),
-              P(rec + "r/vegan-banana-bread", "Easy Vegan Banana Bread", ("4.7 stars (912)", "Ingredients: 3 ripe "
-                "bananas, flour, ...", "Steps: 1. Mash bananas ..."))],
+              P(rec + "r/vegan-banana-bread", "Easy Vegan Banana Bread", ("4.7 stars (912)", ("Ingredients: 3 ripe "
+                "bananas, flour, ..."), "Steps: 1. Mash bananas ...")),
+              P(rec + "r/vegan-banana-bread", "Easy Vegan Banana Bread", ("4.7 stars (912)", ("Ingredients: 3 ripe "
+                "bananas, flour, ..."), "Steps: 1. Mash bananas ..."))],
              [("type", {"element": "search", "text": "vegan banana bread"}, "Search recipes."),
               t(a13, "Found a well-rated vegan recipe.")], a13, True, "high",
              """The task asks only to find a recipe. A rubric that also demands the ingredient list, the steps
