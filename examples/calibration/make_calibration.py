@@ -553,8 +553,8 @@ def cascade_cases() -> list[Case]:
 
 def shown_cases() -> list[Case]:
     news = "https://eastfield-news.example/archive"
-    key = 56
-    n_pages = 100
+    key = 61
+    n_pages = 120
     pages, steps = [], []
     for i in range(1, n_pages + 1):
         page_no = (i - 1) % 7 + 1  # few distinct frames: the cost is in the history, not the pixels
@@ -577,7 +577,7 @@ def shown_cases() -> list[Case]:
         steps.append(("click", {"element": "link 'Older issues'"},
                       f"Step {i}: no issue about Elm Park on this archive page; the newsletter lists about ten "
                       "issues per page, newest first, so keep paging back through older issues until the "
-                      "playground announcement appears. " * 3))
+                      "playground announcement appears. " * 4))
     a_h1 = "The reopening of the Elm Park playground was announced in the newsletter issue of 14 March 2025."
     pages += [pages[-1], pages[-1]]
     steps.append(t(a_h1, "Confirmed on the issue page."))

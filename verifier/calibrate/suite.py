@@ -14,7 +14,15 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import CuaVerifierError
 from ..trajectory import Trajectory
@@ -73,7 +81,7 @@ class Expectation(BaseModel):
 
     rules: list[str] = Field(min_length=1)
     side: Literal["lenient-trap", "pedantic-trap", "mechanism", "real"]
-    outcome: bool
+    outcome: StrictBool
     process: ProcessBand
     diagnosis: list[str] = Field(default_factory=list)
     """Error codes of which at least one should appear (failure points or task-ambiguity codes)."""
