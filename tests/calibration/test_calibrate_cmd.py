@@ -1,0 +1,60 @@
+"""`cua-verifier calibrate` in process, with the scripted judge standing in for the HTTP one."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import verifier.cli.calibrate_cmd as cmd
+from verifier.calibrate import CalibrationReport
+from verifier.cli import main
+from verifier.testing import ScriptedJudge
+
+SUITE = Path(__file__).resolve().parents[2] / "examples" / "calibration"
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    judges = []
+
+    def fake(args, demo):
+        assert demo is None  # a judge URL was given: no demo server
+        args.judge_model = args.model
+        judges.append(ScriptedJudge())
+        return judges[-1]
+
+    monkeypatch.setattr(cmd, "_judge", fake)
+    return judges
+
+
+def test_calibrate_prints_rules_and_rates_and_writes_json(scripted, tmp_path, capsys):
+    out = tmp_path / "report.json"
+    rc = main(["calibrate", "--suite", str(SUITE), "--only", "o3", "R3", "--out", str(out),
+               "--judge-url", "http://127.0.0.1:9/v1", "--model", "judge-x", "--no-progress", "--concurrency", "2"])
+    printed = capsys.readouterr().out
+    assert rc == 0
+    rep = CalibrationReport.model_validate_json(out.read_text())
+    assert [r.rule for r in rep.rules] == ["O3", "R3"] and rep.selected_rules == ["O3", "R3"]
+    assert [v.case for v in rep.cases] == ["o3-searched-not-satisfied", "r3-found-not-added"]
+    assert rep.judge_model == "judge-x" and not rep.demo_judge
+    assert (rep.outcome.fp, rep.outcome.tn, rep.outcome.fpr) == (2, 0, 1.0)  # both expected failures passed
+    assert rep.outcome.fnr is None and "false-negative rate n/a" in printed
+    assert printed.splitlines()[1].startswith("O3") and "F -> T" in printed
+    assert scripted[0].closed  # the judge client is closed after the run
+    assert json.loads(out.read_text())["outcome"]["fp"] == 2
+
+
+def test_unavailable_real_trajectory_exits_3(scripted, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CUA_SHARED_DIR", str(tmp_path / "no-shared"))
+    rc = main(["calibrate", "--suite", str(SUITE), "--only", "X2", "--judge-url", "http://127.0.0.1:9/v1",
+               "--model", "m", "--no-progress"])
+    assert rc == 3
+    assert "unavailable: x2-om2w-discogs-submission-overview: trajectory not found" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--only", "Q7"], ["--suite", "/nonexistent-suite"], ["--concurrency", "0"]])
+def test_usage_errors_exit_2(scripted, argv, capsys):
+    rc = main(["calibrate", "--judge-url", "http://127.0.0.1:9/v1", "--model", "m", *argv])
+    assert rc == 2 and capsys.readouterr().err.startswith("error:")
+    assert scripted == []  # nothing was started
