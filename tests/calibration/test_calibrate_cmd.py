@@ -58,3 +58,37 @@ def test_usage_errors_exit_2(scripted, argv, capsys):
     rc = main(["calibrate", "--judge-url", "http://127.0.0.1:9/v1", "--model", "m", *argv])
     assert rc == 2 and capsys.readouterr().err.startswith("error:")
     assert scripted == []  # nothing was started
+
+
+def test_no_judge_configured_starts_and_stops_the_demo_judge(monkeypatch, tmp_path, capsys):
+    import serving.demo
+    import verifier.judge
+
+    events, configs = [], []
+
+    class FakeDemo:
+        base_url, model, api_key_env, log_path = "http://127.0.0.1:1/v1", "tiny-demo", "CUA_DEMO_X", "log"
+
+        def stop(self):
+            events.append("stopped")
+
+    monkeypatch.setattr(serving.demo, "start_demo_judge", lambda: events.append("started") or FakeDemo())
+    monkeypatch.setattr(verifier.judge, "make_judge", lambda c: configs.append(c) or ScriptedJudge())
+    monkeypatch.delenv("CUA_JUDGE_URL", raising=False)
+    monkeypatch.delenv("CUA_VERIFIER_CONFIG", raising=False)
+    out = tmp_path / "r.json"
+    rc = main(["calibrate", "--suite", str(SUITE), "--only", "U3", "--out", str(out), "--no-progress"])
+    captured = capsys.readouterr()
+    assert rc == 0 and events == ["started", "stopped"]
+    assert configs[0].base_urls == [FakeDemo.base_url] and configs[0].api_key_env == "CUA_DEMO_X"
+    assert configs[0].image_max_side == 224 and configs[0].sampling.max_tokens == 8192
+    assert captured.err.count(serving.demo.DEMO_WARNING) == 2  # before and after the run
+    rep = CalibrationReport.model_validate_json(out.read_text())
+    assert rep.demo_judge and rep.judge_model == "tiny-demo" and "meaningless" in captured.out
+
+
+def test_no_demo_flag_refuses(monkeypatch, capsys):
+    monkeypatch.delenv("CUA_JUDGE_URL", raising=False)
+    monkeypatch.delenv("CUA_VERIFIER_CONFIG", raising=False)
+    rc = main(["calibrate", "--suite", str(SUITE), "--only", "U3", "--no-demo"])
+    assert rc == 2 and "error:" in capsys.readouterr().err
