@@ -141,6 +141,9 @@ def test_bad_expectations_fail_naming_the_file(tmp_path):
     _case(tmp_path / "s3", "r1-x")  # folder says R1, rules say O2
     with pytest.raises(SuiteError, match="named after rule R1"):
         load_suite(tmp_path / "s3")
+    _case(tmp_path / "s5", "o2-x", diagnosis=["1.22"])
+    with pytest.raises(SuiteError, match="unknown diagnosis code"):
+        load_suite(tmp_path / "s5")
     _case(tmp_path / "s4", "o2-x", outcome="yes")
     with pytest.raises(SuiteError, match="outcome"):
         load_suite(tmp_path / "s4")

@@ -91,6 +91,17 @@ class Expectation(BaseModel):
     reference: dict[str, Any] | None = None
     """For real trajectories: what another verifier said and whether we agree."""
 
+    @field_validator("diagnosis")
+    @classmethod
+    def _codes(cls, codes: list[str]) -> list[str]:
+        from ..schemas import ErrorCode
+
+        known = {c.value for c in ErrorCode}
+        bad = [c for c in codes if c not in known]
+        if bad:
+            raise ValueError(f"unknown diagnosis code(s) {bad} (known: {', '.join(sorted(known))})")
+        return codes
+
     @field_validator("rules")
     @classmethod
     def _known(cls, rules: list[str]) -> list[str]:
