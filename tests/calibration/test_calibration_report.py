@@ -10,6 +10,7 @@ import verifier.calibrate.runner as runner_mod
 from verifier.calibrate import CaseRun, build_report, format_report, load_suite, match, run_suite
 from verifier.calibrate.report import rates
 from verifier.errors import JudgeUnavailableError
+from verifier.judge.base import TextPart
 from verifier.testing import ScriptedJudge
 
 SUITE = Path(__file__).resolve().parents[2] / "examples" / "calibration"
@@ -27,11 +28,14 @@ def cases():
     return got
 
 
+def text_of(messages) -> str:
+    return "\n".join(p.text for m in messages for p in m.content if isinstance(p, TextPart))
+
+
 def outcome_if(word: str):
     """Outcome vote: success iff `word` is in the request (the task text identifies the case)."""
     def answer(messages, _model):
-        text = ScriptedJudge.text(type("R", (), {"messages": messages})())
-        return {"primary_intent": "x", "reasoning": "scripted", "success": word in text}
+        return {"primary_intent": "x", "reasoning": "scripted", "success": word in text_of(messages)}
     return answer
 
 
@@ -84,7 +88,7 @@ def test_strict_judge_counts_and_diagnosis_match(cases):
 
 def test_judge_failure_is_unscored_not_a_verdict(cases):
     def rubric(messages, model):
-        if "Trailrunner" in ScriptedJudge.text(type("R", (), {"messages": messages})()):
+        if "Trailrunner" in text_of(messages):
             return JudgeUnavailableError("judge down", stage="rubric")
         from verifier.testing import DEFAULTS
         return DEFAULTS["rubric"](messages, model)
