@@ -21,6 +21,7 @@ from verifier.trajectory import RunStatus, Screenshot, Step, Task, Trajectory
 
 W, H = 640, 400
 T0 = 1780300800.0  # 2026-06-01T08:00:00Z: fixed, so the files are byte-reproducible
+TOOLS = ["click", "type", "scroll", "terminate"]  # what the (imaginary) harness offered every run
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,8 @@ def write_case(out: Path, c: Case) -> int:
     steps = [Step(index=i + 1, action=a, arguments=args, thought=th, url=c.pages[i].url,
                   timestamp=T0 + 7 * (i + 1), error=c.errors.get(i + 1))
              for i, (a, args, th) in enumerate(c.steps)]
-    traj = Trajectory(task=Task(id=f"calib-{c.name}", instruction=c.task, start_url=c.pages[0].url),
+    task = Task(id=f"calib-{c.name}", instruction=c.task, start_url=c.pages[0].url, metadata={"tools": TOOLS})
+    traj = Trajectory(task=task,
                       steps=steps, screenshots=shots, final_answer=c.answer, status=c.status,
                       source_format="native")
     (folder / "trajectory.json").write_text(traj.to_json(indent=1, exclude={"source_path"}) + "\n")

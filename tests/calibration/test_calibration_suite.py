@@ -54,6 +54,8 @@ def test_every_synthetic_case_loads_with_its_screenshots(cases):
         for shot in traj.screenshots:
             assert shot.bytes().startswith(b"\x89PNG"), (c.name, shot.path)
         assert traj.task.id == f"calib-{c.name}"
+        undeclared = {s.action for s in traj.steps} - set(traj.task.metadata["tools"])
+        assert undeclared == ({"autofill_address"} if c.name.startswith("h3-") else set()), c.name
 
 
 def test_mechanism_cases_exercise_their_mechanism(cases):
@@ -66,6 +68,7 @@ def test_mechanism_cases_exercise_their_mechanism(cases):
     assert h2.status.value == "step_budget_exhausted" and h2.final_answer is None
     h3 = by["h3-unknown-tool-call"].load()
     assert h3.steps[0].action == "autofill_address" and h3.steps[0].error
+    assert "autofill_address" not in h3.task.metadata["tools"]  # declared tools: 6.2 can be decided in code
 
 
 def test_suite_stays_small():
@@ -118,6 +121,8 @@ def test_principles_table_and_suite_agree(cases):
     assert ids, "no rule rows found in PRINCIPLES.md"
     assert ids <= covered, f"rows without a case: {sorted(ids - covered)}"
     assert set(SYNTHETIC_RULES) <= ids, f"cases whose rule has no row: {sorted(set(SYNTHETIC_RULES) - ids)}"
+    for glob in re.findall(r"examples/calibration/([\w*.-]+)", path.read_text(encoding="utf-8")):
+        assert list(SUITE.glob(glob)), f"PRINCIPLES.md names examples/calibration/{glob}: no such case"
 
 
 # ---- loading rules ----------------------------------------------------------------------------
