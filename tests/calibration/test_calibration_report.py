@@ -11,7 +11,7 @@ from verifier.calibrate import CaseRun, build_report, format_report, load_suite,
 from verifier.calibrate.report import rates
 from verifier.errors import JudgeUnavailableError
 from verifier.judge.base import TextPart
-from verifier.testing import ScriptedJudge
+from verifier.testing import DEFAULTS, ScriptedJudge
 
 SUITE = Path(__file__).resolve().parents[2] / "examples" / "calibration"
 # o2-substitution-size F/low/1.2, o2-trivially-equivalent-unit T/high, o4-stop-at-checkout-all-correct T/high,
@@ -36,6 +36,16 @@ def outcome_if(word: str):
     """Outcome vote: success iff `word` is in the request (the task text identifies the case)."""
     def answer(messages, _model):
         return {"primary_intent": "x", "reasoning": "scripted", "success": word in text_of(messages)}
+    return answer
+
+
+def earning(points: float):
+    """The default rescoring reply (whatever its schema) with every criterion at `points`."""
+    def answer(messages, model):
+        reply = DEFAULTS["rescoring"](messages, model)
+        for item in reply["items"]:
+            item["earned"] = points
+        return reply
     return answer
 
 
@@ -64,12 +74,12 @@ def test_lenient_judge_every_negative_is_a_false_positive(cases):
 def test_strict_judge_counts_and_diagnosis_match(cases):
     judge = ScriptedJudge({
         "outcome": outcome_if("honey"),
-        "rescoring": lambda m, o: {"items": [{"criterion_id": c, "reality_notes": "", "evidence_tag": "consistent",
-                                              "justification": "s", "earned": 2} for c in o.expected_ids]},
+        "rescoring": earning(2),
         "diagnosis_failures": {"reasoning": "r", "failure_points": [
             {"steps": [1], "error_code": "1.2", "what_happened": "swapped the size"}]},
     })
     runs = run(cases, judge)
+    assert all(r.result.degraded == [] for r in runs)  # every scripted reply was valid
     rep = build_report(cases, runs, only=ONLY)
     o = rep.outcome
     assert (o.tp, o.fp, o.tn, o.fn) == (1, 0, 3, 1)
@@ -90,7 +100,6 @@ def test_judge_failure_is_unscored_not_a_verdict(cases):
     def rubric(messages, model):
         if "Trailrunner" in text_of(messages):
             return JudgeUnavailableError("judge down", stage="rubric")
-        from verifier.testing import DEFAULTS
         return DEFAULTS["rubric"](messages, model)
 
     runs = run(cases, ScriptedJudge({"rubric": rubric, "outcome": outcome_if("nothing-matches")}))
