@@ -38,7 +38,7 @@ from .result import (
     RelevanceResult,
     VerificationResult,
 )
-from .schemas import ActionScores, Outcome, Rescoring, SideEffects
+from .schemas import ActionScores, Outcome, Rescoring
 from .scoring import (
     apply_penalties,
     hallucination_suspected,
@@ -171,7 +171,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
                                                            d_resc)
 
     scores_text = rescoring.render_scores(rb, applies, canonical, earned)
-    side_task = r.spawn(_side_effects(r, scores_text, ev_text, images, d_resc + 1))
+    side_task = r.spawn(side_effects.vote_all(r, scores_text, ev_text, images, d_resc + 1))
     out_call = outcome.per_call_text(scores_text, ev_text, len(images))
     votes, ok = await _votes(r, out_call, images, d_resc + 1)
     effects = await side_task
@@ -255,20 +255,6 @@ async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None
         fallback = rubric_score(rescoring.points(rb, applies, action_earned))
         return [fallback], None, action_earned, fallback
     raise errors[0]
-
-
-async def _side_effects(r: Run, scores_text: str, ev_text: str, images: list,
-                        depth: int) -> side_effects.Verdict | None:
-    """V side-effect votes -> their combined verdict (None, and degraded, when every vote failed)."""
-    raw = await asyncio.gather(*(side_effects.run(r, scores_text, ev_text, images, depth, i)
-                                 for i in range(r.cfg.votes)), return_exceptions=True)
-    for v in raw:
-        if isinstance(v, BaseException):
-            if not isinstance(v, JudgeError):
-                raise v
-            r.degrade(side_effects.STAGE, v)
-    return side_effects.combine([v if isinstance(v, SideEffects) else None for v in raw],
-                                len(r.traj.screenshots))
 
 
 async def _votes(r: Run, per_call: str, images: list, depth: int) -> tuple[list[bool | None], list[Outcome]]:
