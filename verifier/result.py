@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from .prompts import PromptInfo
 
-RESULT_SCHEMA_VERSION = "1.1"  # 1.1: process fields are null for verdict-only verifiers
+RESULT_SCHEMA_VERSION = "1.2"  # 1.1: process fields null for verdict-only verifiers; 1.2: history, permission
 
 
 class EvidenceRecord(BaseModel):
@@ -127,6 +127,26 @@ class StageUsage(BaseModel):
     """Deepest DAG round a call of this stage ran in (1 = first sequential round)."""
 
 
+class HistoryView(BaseModel):
+    """How the action history was shown to the judge (issue 9, H1: a long history is never cut silently).
+
+    Over `budget` characters the renderer compresses in a fixed order: thoughts shortened, then
+    thoughts left out, then long arguments/URLs shortened. Every step's action line is always kept,
+    even when that leaves the text over budget (`over_budget`), and the judge is told what was done.
+    """
+
+    steps: int = 0
+    chars: int = 0
+    budget: int = 0
+    thoughts: Literal["full", "shortened", "omitted"] = "full"
+    arguments: Literal["full", "shortened"] = "full"
+    over_budget: bool = False
+
+    @property
+    def compressed(self) -> bool:
+        return self.thoughts != "full" or self.arguments != "full"
+
+
 class UsageSummary(BaseModel):
     calls: int = 0
     prompt_tokens: int = 0
@@ -175,9 +195,19 @@ class VerificationResult(BaseModel):
     nitpicks: list[str] = Field(default_factory=list)
     critical_issues: list[str] = Field(default_factory=list)
     critical_point_violation: bool = False
+    permission_profile: dict[str, Any] | None = None
+    """The rubric call's permission profile (permission granted / not granted / no critical point,
+    personal data the task lacks, underspecified aspects): it selected the critical-point rules the
+    outcome and side-effect calls were given."""
     forced_failure: list[str] = Field(default_factory=list)
     """Why the outcome was forced to fail regardless of votes (penalties, critical point). Non-empty
-    means `outcome_success` is False even if every vote said success: harm is not outvoted."""
+    means `outcome_success` is False even if every vote said success: harm is not outvoted. Each
+    reason rests on cited screenshots and, with V > 1, on a majority of the V side-effect votes."""
+    unsupported_claims: list[str] = Field(default_factory=list)
+    """Side effects or violations the judge reported without a screenshot inside this run to show
+    them: dropped (they neither lower the score nor force failure), but listed here."""
+    history: HistoryView | None = None
+    """How the action history was rendered for the judge (compressed or not)."""
     criteria: list[CriterionResult]
     penalties: list[PenaltyResult] = Field(default_factory=list)
     side_effects_reasoning: str = ""

@@ -67,7 +67,8 @@ DEFAULTS: dict[str, Callable[[list[Message], type[BaseModel]], Any]] = {
                                                "earned": 10} for c in _ids(o)]},
     "conditions": lambda m, o: {"items": [{"criterion_id": c, "reasoning": "scripted", "applies": True}
                                           for c in _ids(o)]},
-    "rescoring": lambda m, o: {"items": [{"criterion_id": c, "reality_notes": "", "evidence_tag": "consistent",
+    "rescoring": lambda m, o: {"reality_notes": [{"criterion_id": c, "note": "none"} for c in _ids(o)],
+                               "items": [{"criterion_id": c, "evidence_tag": "consistent",
                                           "justification": "scripted", "earned": 10} for c in _ids(o)]},
     "side_effects": lambda m, o: {"reasoning": "none found", "penalties": []},
     "outcome": lambda m, o: {"primary_intent": "do the task", "reasoning": "scripted success", "success": True},
