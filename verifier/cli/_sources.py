@@ -140,6 +140,12 @@ def iter_native_file(path: Path, rid: str) -> Iterator[Item]:
                 f"invalid JSON{hint}: {exc.msg}", file=str(path), line=no if no is not None else exc.lineno))
             k += 1
             continue
+        except RecursionError:  # nested ~1,000+ levels: that record fails alone, never the run
+            from ..loaders._common import too_deep
+
+            yield failing(f"{rid}#{k}", str(path), too_deep("trajectory file", file=str(path), line=no))
+            k += 1
+            continue
         for record in data if (no is None and isinstance(data, list)) else [data]:
             yield (f"{rid}#{k}", str(path) if no is None else f"{path}:{no}",
                    lambda r=record, n=no: load_native_record(r, base_dir=base, file=str(path), line=n))

@@ -61,6 +61,8 @@ def _is_native_jsonl(path: Path) -> bool:
             head = fh.read(1 << 16).lstrip()
         text = head.split("\n", 1)[0] if path.suffix == ".jsonl" else path.read_text(encoding="utf-8")
         first = json.loads(text)
+    except RecursionError:  # too deep for any reader: the native path records it as unscored
+        return True
     except (OSError, ValueError):
         return False
     return isinstance(first, dict) and isinstance(first.get("task"), dict)

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from ..errors import TrajectoryError
 from ..trajectory import TRAJECTORY_SCHEMA_VERSION, Trajectory
-from ._common import check_screenshots, iter_json_lines, parse_json, read_text
+from ._common import check_depth, check_screenshots, iter_json_lines, parse_json, read_text
 
 
 def load_native_record(record: dict[str, Any], *, base_dir: str | Path | None = None, file: str = "<record>",
@@ -24,6 +24,7 @@ def load_native_record(record: dict[str, Any], *, base_dir: str | Path | None = 
     if not isinstance(record, dict):
         raise TrajectoryError(f"a trajectory record must be a JSON object, got {type(record).__name__}",
                               file=file, line=line)
+    check_depth(record, file=file, what="trajectory record", line=line)  # also for already-parsed dicts
     version = str(record.get("schema_version", TRAJECTORY_SCHEMA_VERSION))
     if version.split(".")[0] != TRAJECTORY_SCHEMA_VERSION.split(".")[0]:
         raise TrajectoryError(f"schema_version {version} is not supported (this reader: "
