@@ -62,6 +62,9 @@ class VerifierConfig(BaseModel):
     """Rendered tool arguments longer than this are cut."""
     max_history_chars: int = Field(default=60_000, ge=1000)
     """The rendered action history is middle-elided beyond this (first and last steps kept)."""
+    max_final_answer_chars: int = Field(default=6000, ge=200)
+    """The final answer is middle-elided beyond this (head and tail kept) and the cut is recorded in
+    `result.truncations`: it is repeated in most calls, so an unbounded answer costs every call."""
 
     @field_validator("votes")
     @classmethod

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from .prompts import PromptInfo
 
-RESULT_SCHEMA_VERSION = "1.1"  # 1.1: process fields are null for verdict-only verifiers
+RESULT_SCHEMA_VERSION = "1.2"  # 1.1: process fields are null for verdict-only verifiers; 1.2: truncations
 
 
 class EvidenceRecord(BaseModel):
@@ -114,6 +114,14 @@ class DegradedStage(BaseModel):
         return cls(stage=stage, reason=text[:1000])
 
 
+class Truncation(BaseModel):
+    """A trajectory field the judge saw cut (middle elided, head and tail kept)."""
+
+    field: str
+    original_chars: int
+    kept_chars: int
+
+
 class StageUsage(BaseModel):
     calls: int = 0
     cache_hits: int = 0
@@ -191,6 +199,9 @@ class VerificationResult(BaseModel):
     most: "rescoring" (no run survived; the process score is the action-only fallback),
     "side_effects" (no penalties or forced failure could be applied), "rubric_audit" (the rubric
     was used unaudited; replayed into every rollout sharing that cached rubric)."""
+    truncations: list[Truncation] = Field(default_factory=list)
+    """Trajectory fields shown to the judge cut to their configured cap (e.g. a final answer over
+    `max_final_answer_chars`): the verdict is on what the judge saw, so the cut is on record."""
     usage: UsageSummary = Field(default_factory=UsageSummary)
     config: dict[str, Any] = Field(default_factory=dict)
     models: list[str] = Field(default_factory=list)
