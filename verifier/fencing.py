@@ -67,7 +67,6 @@ _HOMOGLYPHS = str.maketrans({
     "ј": "j", "ԁ": "d", "т": "t", "п": "n", "г": "r", "υ": "u", "ν": "v", "τ": "t", "ο": "o",
     "ρ": "p", "ɑ": "a", "ս": "u", "ո": "n", "ⅾ": "d", "∕": "/", "⁄": "/", "⧸": "/", "╱": "/",
 })
-_DROPPED = {"Cf", "Cc", "Cs", "Co", "Cn", "Mn", "Me", "Mc", "Pd", "Pc", "Zs", "Zl", "Zp"}
 
 
 def boundary(text: str, label: str = "") -> str:
@@ -117,9 +116,8 @@ def _defuse_tags(text: str) -> str:
 
 
 def _fold(ch: str) -> str:
-    """What `ch` looks like for detection: "" for invisible/decorative characters."""
-    if unicodedata.category(ch) in _DROPPED or ch.isspace():
-        return ""
+    """What `ch` looks like for detection: letters, digits and "/" only, so format characters,
+    combining marks, spaces, dashes and connectors vanish ("" for them)."""
     folded = unicodedata.normalize("NFKC", ch).translate(_HOMOGLYPHS).casefold()
     return "".join(c for c in folded if c.isalnum() or c == "/")
 
