@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import TrajectoryError
 from ..loaders import load_trajectories
 from ..trajectory import Screenshot, Trajectory
+from ._options import OUTSIDE_HELP
 from ._sources import display_path, iter_path
 
 FORMAT_CHOICES = ["auto", "fara", "om2w", "native", "cuavb-parquet"]
@@ -35,6 +36,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--width", type=int, default=80, help="cut texts to this many characters (0 = no cut)")
     p.add_argument("--write-native", metavar="OUT.jsonl", default=None,
                    help="also convert to the native format: one JSON record per line (screenshots by path)")
+    p.add_argument("--allow-outside-screenshots", action="store_true", help=OUTSIDE_HELP)
     p.add_argument("--embed-images", action="store_true",
                    help="with --write-native: embed screenshots as data URLs (a self-contained file)")
     p.set_defaults(func=run)
@@ -43,11 +45,12 @@ def register(subparsers: Any) -> None:
 def _loaders(args: argparse.Namespace) -> Iterator[Callable[[], Trajectory]]:
     """One loader per trajectory. With --format auto, sources are read as `score` reads them (a
     folder of trajectories works, and a bad file or JSONL line fails alone, issue 14)."""
+    outside = getattr(args, "allow_outside_screenshots", False)
     if args.format == "auto":
-        for _rid, _source, thunk in iter_path(Path(args.path), display_path):
+        for _rid, _source, thunk in iter_path(Path(args.path), display_path, allow_outside_screenshots=outside):
             yield thunk
     else:
-        for traj in load_trajectories(args.path, format=args.format):
+        for traj in load_trajectories(args.path, format=args.format, allow_outside_screenshots=outside):
             yield lambda t=traj: t
 
 

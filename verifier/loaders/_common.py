@@ -8,6 +8,7 @@ decided once, here.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -238,6 +239,33 @@ def place_screenshots(numbered: Sequence[tuple[int, Screenshot]], n_steps: int, 
         warnings.append(f"{len(out)} screenshots for {n_steps} steps: {after_last} screenshots come "
                         f"after the last step (all placed at step {n_steps}, timing 'after')")
     return out, warnings
+
+
+OUTSIDE_HINT = "--allow-outside-screenshots (allow_outside_screenshots=True) permits it"
+
+
+def inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
+    """Whether `path`, symlinks resolved, is `root` or lies under it (`root` resolved too)."""
+    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, real_root]) == real_root
+
+
+def confine_screenshots(shots: Sequence[Screenshot], root: str | os.PathLike[str] | None, *,
+                        allow_outside: bool, file: str) -> None:
+    """Refuse screenshot files outside the trajectory's folder (`root`; None = the working folder).
+
+    Why: the paths come with the data. `../`, an absolute path or a symlink could otherwise send any
+    image this process can read to the judge, which may be remote. The check resolves symlinks
+    and runs whether or not images are checked; `allow_outside` is the user's explicit opt-in.
+    """
+    if allow_outside:
+        return
+    base = os.path.abspath(root if root is not None else os.getcwd())
+    for pos, shot in enumerate(shots):
+        if shot.path is not None and not inside(shot.path, base):
+            raise ScreenshotError(f"screenshot {pos + 1} of {len(shots)}: path {shot.path!r} leads outside the "
+                                  f"trajectory folder {base} (to {os.path.realpath(shot.path)}); "
+                                  f"{OUTSIDE_HINT}", file=file, field=f"screenshots[{pos}]")
 
 
 def check_screenshots(shots: Sequence[Screenshot], *, file: str) -> None:
