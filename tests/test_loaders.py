@@ -122,7 +122,9 @@ def test_real_sample_converts_to_native_and_back(shared_data, tmp_path):
     t = load_trajectory(shared_data / FARA)
     out = tmp_path / "t.json"
     out.write_text(t.to_json())
-    back = load_trajectory(out)
+    with pytest.raises(ScreenshotError, match="outside the trajectory folder"):
+        load_trajectory(out)  # its screenshots are files of another folder: refused unless allowed
+    back = load_trajectory(out, allow_outside_screenshots=True)
     assert back.model_dump(exclude={"source_path"}) == t.model_dump(exclude={"source_path"})
     assert [s.sha256 for s in back.screenshots] == [s.sha256 for s in t.screenshots]
 
