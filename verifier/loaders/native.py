@@ -9,7 +9,7 @@ as base64. Every other format converts to this one.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,7 @@ def iter_native(path: str | Path, *, check_images: bool = True,
     """Every trajectory in a `.json` (one record, or a list of records) or `.jsonl` file."""
     p = Path(path)
     text = read_text(p, what="trajectory file")
+    records: Iterable[tuple[int | None, Any]]
     if p.suffix.lower() == ".jsonl":
         records = iter_json_lines(text, file=str(p), what="trajectory file")
     else:
