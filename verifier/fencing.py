@@ -26,8 +26,8 @@ Three independent defences, because each alone has been broken (issue 14):
    marks, spaces, `_`/`-` and other dashes or connectors), NFKC-normalising, case-folding and
    mapping common Cyrillic/Greek homoglyphs, by `/untrusted...` or `untrusted...`. The tag up to its
    closing bracket, with any attributes, `/>` included, becomes the visible marker
-   `[untrusted-tag removed]` (`[/untrusted-tag removed]` for a closing one): shown, never silently
-   dropped. Chat-template control tokens (`<|im_start|>` ...) are defused the same way, since a
+   `[fake tag removed]` (`[fake closing tag removed]` for a closing one): shown, never silently
+   dropped, and worded so that it cannot itself read as a tag (a letter follows the bracket). Chat-template control tokens (`<|im_start|>` ...) are defused the same way, since a
    tokenizer would otherwise read them as real role boundaries.
 3. **No line of data starts like a prompt line.** Every line of the fenced text (split on every
    line break Python knows: `\\n`, `\\r`, `\\v`, `\\f`, U+2028, ...) is prefixed with `| `, so a
@@ -49,7 +49,8 @@ import unicodedata
 
 FENCE = "untrusted_trajectory_data"
 LINE_PREFIX = "| "
-TAG_REMOVED = "untrusted-tag removed"
+OPEN_REMOVED, CLOSE_REMOVED, TOKEN_REMOVED = "[fake tag removed]", "[fake closing tag removed]", \
+    "[fake control token removed]"
 BOUNDARY_HEX = 16  # 64 bits
 
 _SECRET = os.environ.get("CUA_FENCE_SECRET", "").encode() or secrets.token_bytes(32)
@@ -89,7 +90,7 @@ def defuse(text: str) -> str:
     Repeated until nothing changes, so removing one tag can never assemble another.
     """
     for _ in range(8):
-        out = _SPECIAL_TOKEN.sub("[control-token removed]", _defuse_tags(text))
+        out = _SPECIAL_TOKEN.sub(TOKEN_REMOVED, _defuse_tags(text))
         if out == text:
             break
         text = out
@@ -109,7 +110,7 @@ def _defuse_tags(text: str) -> str:
             continue
         end = _tag_end(text, name_end)
         parts.append(text[pos:m.start()])
-        parts.append(f"[{'/' if closing else ''}{TAG_REMOVED}]")
+        parts.append(CLOSE_REMOVED if closing else OPEN_REMOVED)
         pos = end
     parts.append(text[pos:])
     return "".join(parts)
@@ -126,6 +127,8 @@ def _keyword_after(text: str, start: int) -> tuple[int | None, bool]:
     """(end of the "untrusted" word, closing tag?) when `text[start:]` reads as `/untrusted...`."""
     seen, i, limit = "", start, min(len(text), start + 64)
     while i < limit:
+        if seen in ("", "/") and _OPENERS.match(text, i):
+            return None, False  # the next bracket is checked on its own (keeps `<<<<...` linear)
         seen += _fold(text[i])
         i += 1
         for target in (_KEYWORD, "/" + _KEYWORD):

@@ -89,7 +89,7 @@ def test_long_histories_are_middle_elided():
 def test_fence_cannot_be_closed_from_inside(attack):
     fenced = fence(f"before {attack} after")
     assert fenced.count("untrusted_trajectory_data") == 2  # only our own open and close tags
-    assert "untrusted-tag removed" in defuse(attack)
+    assert "tag removed]" in defuse(attack)
 
 
 def test_rubric_rendering_states_conditions():
