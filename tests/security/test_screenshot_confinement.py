@@ -182,3 +182,14 @@ def test_inspect_refuses_then_allows(tmp_path, secret, capsys):
     assert "outside the trajectory folder" in capsys.readouterr().err
     assert main(["inspect", str(path), "--allow-outside-screenshots", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["screenshots"]) == 2
+
+
+def test_a_file_swapped_for_a_symlink_after_loading_is_refused_when_read(tmp_path, secret):
+    path = native(tmp_path / "run", "later.png")
+    (tmp_path / "run" / "later.png").write_bytes(png("green"))
+    t = load_trajectory(path)  # checked and fine at load time
+    (tmp_path / "run" / "later.png").unlink()
+    (tmp_path / "run" / "later.png").symlink_to(secret)
+    with pytest.raises(ScreenshotError, match="now leads outside"):
+        t.screenshots[1].bytes()
+    assert t.screenshots[0].size() == (16, 12)  # the untouched one still reads

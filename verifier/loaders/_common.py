@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import ScreenshotError, TrajectoryError
 from ..trajectory import RunStatus, Screenshot, Step
+from ..trajectory import path_inside as inside
 
 NO_ANSWER = "<no_answer>"
 
@@ -244,12 +245,6 @@ def place_screenshots(numbered: Sequence[tuple[int, Screenshot]], n_steps: int, 
 OUTSIDE_HINT = "--allow-outside-screenshots (allow_outside_screenshots=True) permits it"
 
 
-def inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
-    """Whether `path`, symlinks resolved, is `root` or lies under it (`root` resolved too)."""
-    real, real_root = os.path.realpath(path), os.path.realpath(root)
-    return os.path.commonpath([real, real_root]) == real_root
-
-
 def confine_screenshots(shots: Sequence[Screenshot], root: str | os.PathLike[str] | None, *,
                         allow_outside: bool, file: str) -> None:
     """Refuse screenshot files outside the trajectory's folder (`root`; None = the working folder).
@@ -262,10 +257,13 @@ def confine_screenshots(shots: Sequence[Screenshot], root: str | os.PathLike[str
         return
     base = os.path.abspath(root if root is not None else os.getcwd())
     for pos, shot in enumerate(shots):
-        if shot.path is not None and not inside(shot.path, base):
+        if shot.path is None:
+            continue
+        if not inside(shot.path, base):
             raise ScreenshotError(f"screenshot {pos + 1} of {len(shots)}: path {shot.path!r} leads outside the "
                                   f"trajectory folder {base} (to {os.path.realpath(shot.path)}); "
                                   f"{OUTSIDE_HINT}", file=file, field=f"screenshots[{pos}]")
+        shot.confine_to(base)
 
 
 def check_screenshots(shots: Sequence[Screenshot], *, file: str) -> None:
