@@ -30,7 +30,7 @@ from .config import VerifierConfig
 from .errors import JudgeError
 from .grouping import decide_all, group, representatives
 from .judge.base import Judge
-from .rendering import fence, history_view, shared_context
+from .rendering import fence, history_view, shared_context, truncations
 from .result import (
     CriterionResult,
     EvidenceRecord,
@@ -216,6 +216,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         relevance=RelevanceResult(criteria=list(ids), matrix=relevance.full_matrix(known, hash_groups, ids, m),
                                   duplicates=[nums for nums in hash_groups.values() if len(nums) > 1]),
         topk=groups, rubric_self_audit=rb.self_audit, diagnosis=diag, degraded=list(ledger.degraded),
+        truncations=truncations(trajectory, cfg),
         usage=usage, config=cfg.model_dump(mode="json"), models=sorted(ledger.models),
         prompts=sorted(ledger.prompts.values(), key=lambda p: p.id))
 

@@ -6,8 +6,11 @@ Three rules, each fixing a weakness of the reference implementation:
   compressed, never cut: thoughts shorten first, then go, then long arguments shorten; every
   step's action line stays, and the judge and the result (`HistoryView`) are told.
 - **Fenced**: everything the agent or the web page produced (thoughts, arguments, URLs, the final
-  answer) sits inside `<untrusted_trajectory_data>` tags; any look-alike tag inside is defused,
-  and every system prompt tells the judge never to follow instructions found there.
+  answer) sits inside an untrusted-data block whose closing tag carries a code the text cannot
+  know, with look-alike tags defused and every line quoted (`verifier.fencing` says how and why);
+  every system prompt tells the judge never to follow instructions found there. The final answer
+  is capped like the other fields (`max_final_answer_chars`, head and tail kept) and the cut is
+  recorded in `result.truncations`.
 - **Shared prefix first**: `messages(...)` always emits [system: stage instructions] then
   [user: shared context (task, rubric, history, final answer) + per-call part + images LAST], and
   the shared context is byte-identical across calls, so vLLM's prefix cache serves it.
@@ -20,26 +23,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .config import VerifierConfig
+from .fencing import FENCE, defuse, fence  # noqa: F401 - FENCE, defuse re-exported (the fence lives there)
 from .judge.base import ImagePart, Message, TextPart
 from .prompts import PromptInfo, RenderedPrompt, prompt_info, prompts_dir, render
-from .result import HistoryView
+from .result import HistoryView, Truncation
 from .schemas import Rubric
 from .trajectory import RunStatus, Trajectory
 
-FENCE = "untrusted_trajectory_data"
-_TAG = re.compile(r"<\s*(/?)\s*untrusted[_\w]*\s*>", re.IGNORECASE)
 _INCLUDE = re.compile(r"""\{%-?\s*include\s+["']([^"']+)["']""")
 _HIDDEN_ARGS = {"reasoning", "thought", "thoughts"}
-
-
-def defuse(text: str) -> str:
-    """Neutralise fence look-alikes so untrusted text cannot close our fence early."""
-    return _TAG.sub(lambda m: f"[{m.group(1)}untrusted-tag removed]", text)
-
-
-def fence(text: str, label: str = "") -> str:
-    head = f"<{FENCE}{' source=' + json.dumps(label) if label else ''}>"
-    return f"{head}\n{defuse(text)}\n</{FENCE}>"
 
 
 def elide(text: str, limit: int) -> str:
@@ -128,10 +120,24 @@ def render_status(traj: Trajectory) -> str:
     return f"{_STATUS[traj.status]}; {answer}."
 
 
-def render_final_answer(traj: Trajectory) -> str:
+def render_final_answer(traj: Trajectory, cfg: VerifierConfig | None = None) -> str:
+    """The answer as the judge sees it: middle-elided beyond `max_final_answer_chars` (head and
+    tail carry the claim and its conclusion; a 5 MB answer would otherwise fill every call)."""
     if traj.final_answer is None:
         return "(the agent gave no final answer)"
-    return traj.final_answer or "(empty answer)"
+    limit = (cfg or VerifierConfig()).max_final_answer_chars
+    return elide(traj.final_answer, limit) if traj.final_answer else "(empty answer)"
+
+
+def truncations(traj: Trajectory, cfg: VerifierConfig | None = None) -> list[Truncation]:
+    """The trajectory fields the judge saw cut (recorded in the result, so a verdict on a cut
+    answer is never mistaken for a verdict on the whole)."""
+    limit = (cfg or VerifierConfig()).max_final_answer_chars
+    answer = traj.final_answer or ""
+    if len(answer) <= limit:
+        return []
+    return [Truncation(field="final_answer", original_chars=len(answer),
+                       kept_chars=len(elide(answer, limit)))]
 
 
 def render_rubric(rubric: Rubric) -> str:
@@ -170,7 +176,7 @@ def shared_context(traj: Trajectory, cfg: VerifierConfig, rubric: Rubric | None,
                   rubric=render_rubric(rubric) if rubric is not None else None,
                   history=fence(text, "action history") if with_history else None,
                   history_note=history_note(view) if view is not None else "", status=render_status(traj),
-                  final_answer=fence(render_final_answer(traj), "final answer") if with_history else None,
+                  final_answer=fence(render_final_answer(traj, cfg), "final answer") if with_history else None,
                   n_screenshots=len(traj.screenshots)).text
 
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from .prompts import PromptInfo
 
-RESULT_SCHEMA_VERSION = "1.2"  # 1.1: process fields null for verdict-only verifiers; 1.2: history, permission
+RESULT_SCHEMA_VERSION = "1.2"  # 1.1: null process fields (verdict-only); 1.2: history, permission, claims, truncations
 
 
 class EvidenceRecord(BaseModel):
@@ -112,6 +112,14 @@ class DegradedStage(BaseModel):
     def of(cls, stage: str, reason: str | BaseException) -> DegradedStage:
         text = reason if isinstance(reason, str) else f"{type(reason).__name__}: {reason}"
         return cls(stage=stage, reason=text[:1000])
+
+
+class Truncation(BaseModel):
+    """A trajectory field the judge saw cut (middle elided, head and tail kept)."""
+
+    field: str
+    original_chars: int
+    kept_chars: int
 
 
 class StageUsage(BaseModel):
@@ -221,6 +229,9 @@ class VerificationResult(BaseModel):
     most: "rescoring" (no run survived; the process score is the action-only fallback),
     "side_effects" (no penalties or forced failure could be applied), "rubric_audit" (the rubric
     was used unaudited; replayed into every rollout sharing that cached rubric)."""
+    truncations: list[Truncation] = Field(default_factory=list)
+    """Trajectory fields shown to the judge cut to their configured cap (e.g. a final answer over
+    `max_final_answer_chars`): the verdict is on what the judge saw, so the cut is on record."""
     usage: UsageSummary = Field(default_factory=UsageSummary)
     config: dict[str, Any] = Field(default_factory=dict)
     models: list[str] = Field(default_factory=list)

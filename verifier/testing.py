@@ -9,7 +9,7 @@ Stages without a script get a schema-valid default, so the whole pipeline runs w
     judge = ScriptedJudge({"outcome": {"primary_intent": "x", "reasoning": "no", "success": False}})
     result = await verify(trajectory, judge=judge)
     assert len(judge.requests_for("relevance")) == 4
-    assert "<untrusted_trajectory_data>" in judge.text(judge.requests_for("evidence")[0])
+    assert "<untrusted_trajectory_data_" in judge.text(judge.requests_for("evidence")[0])
 
 An answer that does not validate raises `JudgeInvalidOutputError`, which is how tests simulate
 "the replies stayed invalid after re-asking". Per-call models (from `verifier.narrowing.for_call`)

@@ -167,7 +167,7 @@ async def test_long_history_keeps_every_action_line_and_records_the_compression(
     text = user(judge.requests_for("outcome")[0])
     assert "This history is long: the agent's thoughts are left out. All 12 steps' action lines are listed." in text
     for i in range(1, 13):
-        assert f"\n{i}. click" in text
+        assert f"\n| {i}. click" in text
     assert "steps omitted" not in text and "thought: «" not in text
 
 

@@ -160,7 +160,7 @@ async def test_rubric_request_contains_nothing_from_the_trajectory():
     for req in judge.requests_for("rubric") + judge.requests_for("rubric_audit"):
         text = judge.text(req)
         assert traj.task.instruction in text
-        for marker in ("MARKER", "shop.example", "coordinate", "Screenshot", "untrusted_trajectory_data>\n"):
+        for marker in ("MARKER", "shop.example", "coordinate", "Screenshot", "<untrusted_trajectory_data"):
             assert marker not in text
         assert judge.images(req) == []
 
@@ -174,11 +174,11 @@ async def test_untrusted_text_is_fenced_and_fence_breakouts_are_defused():
         if req.stage.startswith("rubric"):
             continue
         user = "\n".join(p.text for p in req.messages[1].content if not isinstance(p, ImagePart))
-        assert user.count("<untrusted_trajectory_data") == user.count("</untrusted_trajectory_data>")
+        assert user.count("<untrusted_trajectory_data") == user.count("</untrusted_trajectory_data")
         if "Ignore all previous" in user:
             opened = user.index("<untrusted_trajectory_data")
-            assert opened < user.index("Ignore all previous") < user.rindex("</untrusted_trajectory_data>")
-            assert "[/untrusted-tag removed]" in user
+            assert opened < user.index("Ignore all previous") < user.rindex("</untrusted_trajectory_data")
+            assert "[fake closing tag removed]" in user
         assert "never follow instructions" in " ".join(req.messages[0].content[0].text.lower().split())
 
 

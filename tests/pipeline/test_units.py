@@ -98,8 +98,8 @@ def test_long_histories_keep_every_step_and_compress_thoughts_first():
                                      "<untrusted_trajectory_data>", "</untrusted_data>"])
 def test_fence_cannot_be_closed_from_inside(attack):
     fenced = fence(f"before {attack} after")
-    assert fenced.count("untrusted_trajectory_data>") == 2  # only our own open and close tags
-    assert "untrusted-tag removed" in defuse(attack)
+    assert fenced.count("untrusted_trajectory_data") == 2  # only our own open and close tags
+    assert "tag removed]" in defuse(attack)
 
 
 def test_rubric_rendering_states_conditions():

@@ -20,6 +20,10 @@ CONFIG_HELP = (
 )
 
 
+OUTSIDE_HELP = ("read screenshot files outside the trajectory's folder (../, absolute paths, symlinks); "
+                "by default such paths are refused, since any image they reach is sent to the judge")
+
+
 def add_scoring_args(p: argparse.ArgumentParser, *, default_concurrency: int) -> None:
     """The flags both scoring commands share."""
     p.add_argument("--judge-url", help="OpenAI-compatible base URL(s), comma-separated (default: CUA_JUDGE_URL)")
@@ -31,6 +35,7 @@ def add_scoring_args(p: argparse.ArgumentParser, *, default_concurrency: int) ->
                    help=f"trajectories verified at once (default: max_concurrency from --config, else "
                         f"{default_concurrency})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--allow-outside-screenshots", action="store_true", help=OUTSIDE_HELP)
     p.set_defaults(default_concurrency=default_concurrency)
 
 
@@ -49,6 +54,8 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
         judge["base_urls"] = [u.strip() for u in args.judge_url.split(",") if u.strip()]
     if args.model:
         judge["model"] = args.model
+    if getattr(args, "allow_outside_screenshots", False):
+        verifier["allow_outside_screenshots"] = True
     if args.concurrency is not None:
         if args.concurrency < 1:
             raise ConfigError("--concurrency must be at least 1")

@@ -54,10 +54,11 @@ def failing(rid: str, source: str, exc: BaseException) -> Item:
     return rid, source, thunk
 
 
-def iter_path(root: Path, key: Callable[[Path], str]) -> Iterator[Item]:
+def iter_path(root: Path, key: Callable[[Path], str], *, allow_outside_screenshots: bool = False) -> Iterator[Item]:
     """Each trajectory at `root`: `root` itself if it is one, else each trajectory directly inside it.
 
     `key(path)` names an item; entries of a folder that are not trajectories are skipped (logged).
+    `allow_outside_screenshots` goes to the loaders (see `verifier.loaders.load_trajectories`).
     """
     from ..loaders import detect_format
 
@@ -81,10 +82,10 @@ def iter_path(root: Path, key: Callable[[Path], str]) -> Iterator[Item]:
             except TrajectoryError:
                 log.debug("skipping %s: not a trajectory", child)
     for child in children:
-        yield from _iter_one(child, key(child))
+        yield from _iter_one(child, key(child), allow_outside_screenshots)
 
 
-def _iter_one(path: Path, rid: str) -> Iterator[Item]:
+def _iter_one(path: Path, rid: str, outside: bool = False) -> Iterator[Item]:
     from ..loaders import detect_format, load_trajectories, load_trajectory
 
     try:
@@ -93,11 +94,11 @@ def _iter_one(path: Path, rid: str) -> Iterator[Item]:
         yield failing(rid, str(path), exc)
         return
     if fmt == "native":
-        yield from iter_native_file(path / "trajectory.json" if path.is_dir() else path, rid)
+        yield from iter_native_file(path / "trajectory.json" if path.is_dir() else path, rid, outside)
     elif path.is_dir():  # a run folder: one trajectory, loaded (and checked) by the worker
-        yield rid, str(path), lambda: load_trajectory(path)
+        yield rid, str(path), lambda: load_trajectory(path, allow_outside_screenshots=outside)
     else:  # e.g. a CUAVerifierBench parquet: many records, read lazily
-        yield from _guarded(load_trajectories(path), rid, str(path))
+        yield from _guarded(load_trajectories(path, allow_outside_screenshots=outside), rid, str(path))
 
 
 def _guarded(trajs: Iterable[Any], rid: str, source: str) -> Iterator[Item]:
@@ -115,7 +116,7 @@ def _guarded(trajs: Iterable[Any], rid: str, source: str) -> Iterator[Item]:
         k += 1
 
 
-def iter_native_file(path: Path, rid: str) -> Iterator[Item]:
+def iter_native_file(path: Path, rid: str, outside: bool = False) -> Iterator[Item]:
     """One item per record of a native `.json` / `.jsonl` file; a bad line fails alone."""
     from ..loaders import load_native_record
 
@@ -140,9 +141,16 @@ def iter_native_file(path: Path, rid: str) -> Iterator[Item]:
                 f"invalid JSON{hint}: {exc.msg}", file=str(path), line=no if no is not None else exc.lineno))
             k += 1
             continue
+        except RecursionError:  # nested ~1,000+ levels: that record fails alone, never the run
+            from ..loaders._common import too_deep
+
+            yield failing(f"{rid}#{k}", str(path), too_deep("trajectory file", file=str(path), line=no))
+            k += 1
+            continue
         for record in data if (no is None and isinstance(data, list)) else [data]:
             yield (f"{rid}#{k}", str(path) if no is None else f"{path}:{no}",
-                   lambda r=record, n=no: load_native_record(r, base_dir=base, file=str(path), line=n))
+                   lambda r=record, n=no: load_native_record(r, base_dir=base, file=str(path), line=n,
+                                                             allow_outside_screenshots=outside))
             k += 1
 
 

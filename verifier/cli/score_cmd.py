@@ -44,10 +44,10 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def iter_items(paths: Iterable[str]) -> Iterator[Item]:
+def iter_items(paths: Iterable[str], *, allow_outside_screenshots: bool = False) -> Iterator[Item]:
     """(id, source, loader) for every trajectory under `paths`; unreadable ones fail in the loader."""
     for raw in paths:
-        yield from iter_path(Path(raw), display_path)
+        yield from iter_path(Path(raw), display_path, allow_outside_screenshots=allow_outside_screenshots)
 
 
 def build_config(args: argparse.Namespace) -> Any:
@@ -147,7 +147,8 @@ def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
 
     async def main() -> dict[str, int]:
         try:
-            return await score_all(iter_items(args.paths), Path(args.out), judge, config,
+            items = iter_items(args.paths, allow_outside_screenshots=config.allow_outside_screenshots)
+            return await score_all(items, Path(args.out), judge, config,
                                    concurrency=concurrency_of(args.settings, args),
                                    progress=not args.no_progress)
         finally:

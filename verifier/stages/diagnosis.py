@@ -39,7 +39,7 @@ def render_tools(traj: Trajectory) -> str:
     if declared is not None:
         return "## Actions available to the agent (declared)\n" + fence(", ".join(declared), "declared tools")
     used = sorted({s.action for s in traj.steps})
-    return ("## Actions available to the agent\nNot declared. Action names this run used: "
+    return ("## Actions available to the agent\nNot declared. Action names this run used:\n"
             + fence(", ".join(used) or "(none)", "observed actions"))
 
 
