@@ -12,6 +12,7 @@ SUBCOMMANDS = [
     "verifier.cli.score_cmd",
     "verifier.cli.score_dataset_cmd",
     "verifier.cli.bench_cmd",
+    "verifier.cli.view_cmd",
     "serving.cli",
 ]
 
