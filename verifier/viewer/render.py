@@ -24,7 +24,10 @@ def fmt_num(x: Any, digits: int = 2) -> str:
     if x is None or isinstance(x, bool) or (isinstance(x, float) and math.isnan(x)):
         return "—"
     if isinstance(x, (int, float)):
-        return f"{x:.0f}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:.{digits}f}"
+        if float(x).is_integer() and abs(x) < 1e15:
+            return f"{x:.0f}"
+        out = f"{x:.{digits}f}".rstrip("0").rstrip(".")
+        return out if out not in ("", "-0") else "0"
     return str(x)
 
 

@@ -10,7 +10,7 @@ from html import escape
 
 from markupsafe import Markup
 
-W, H = 320, 170
+W, H = 270, 160
 PAD_L, PAD_R, PAD_T, PAD_B = 36, 10, 22, 32
 ACCENT = "#3867d6"
 
@@ -69,7 +69,7 @@ def bars(items: Sequence[tuple[str, float, str]], title: str, *, total: float | 
     rows = len(items) or 1
     height = PAD_T + 8 + rows * 26
     top = total if total else max([v for _, v, _ in items] or [1]) or 1
-    label_w, pw = 92, W - 92 - 44
+    label_w, pw = 70, W - 70 - 64
     body = []
     for i, (label, value, colour) in enumerate(items):
         y = PAD_T + 4 + i * 26
@@ -95,3 +95,40 @@ def ci_bar(value: float, lo: float, hi: float, *, vmin: float = -1.0, vmax: floa
                   f'viewBox="0 0 {w} {h}"><line x1="2" y1="5" x2="{w - 2}" y2="5" class="ax"/>'
                   f'<rect x="{x(lo):.1f}" y="2" width="{max(1.0, x(hi) - x(lo)):.1f}" height="6" '
                   f'fill="#a5b8ee"/><circle cx="{x(value):.1f}" cy="5" r="2.6" fill="{ACCENT}"/></svg>')
+
+
+PALETTE = ["#3867d6", "#e17a2d", "#2e9e5b", "#9b59b6", "#c93a3a", "#17a2b8"]
+
+
+def scatter(series: dict[str, tuple[Sequence[float], Sequence[float]]], title: str, *, xlabel: str = "",
+            ylabel: str = "", size: int = 300) -> Markup:
+    """Points in [0, 1] x [0, 1], one colour per series, with the y = x diagonal and a legend."""
+    pad, legend = 36, 16 * len(series)
+    width, height = size + pad + 10, size + pad + 26 + legend
+    x0, y0 = pad, 22
+
+    def px(v: float) -> float:
+        return x0 + size * min(1.0, max(0.0, v))
+
+    def py(v: float) -> float:
+        return y0 + size * (1 - min(1.0, max(0.0, v)))
+
+    body = [f'<rect x="{x0}" y="{y0}" width="{size}" height="{size}" class="bg"/>',
+            f'<line x1="{px(0)}" y1="{py(0)}" x2="{px(1)}" y2="{py(1)}" class="ax" stroke-dasharray="4 3"/>']
+    for v in (0, 0.5, 1):
+        body += [f'<text x="{px(v)}" y="{y0 + size + 12}" text-anchor="middle" class="cm">{v:g}</text>',
+                 f'<text x="{x0 - 4}" y="{py(v) + 3}" text-anchor="end" class="cm">{v:g}</text>']
+    for i, (name, (xs, ys)) in enumerate(series.items()):
+        colour = PALETTE[i % len(PALETTE)]
+        body += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colour}" fill-opacity="0.6"/>'
+                 for x, y in zip(xs, ys)]
+        ly = y0 + size + 30 + 16 * i
+        body += [f'<circle cx="{x0 + 6}" cy="{ly - 4}" r="4" fill="{colour}"/>',
+                 f'<text x="{x0 + 16}" y="{ly}" class="cm">{escape(name)} (n={len(xs)})</text>']
+    if xlabel:
+        body.append(f'<text x="{x0 + size / 2}" y="{y0 + size + 24}" text-anchor="middle" class="cm">'
+                    f'{escape(xlabel)}</text>')
+    if ylabel:
+        body.append(f'<text x="10" y="{y0 + size / 2}" transform="rotate(-90 10 {y0 + size / 2})" '
+                    f'text-anchor="middle" class="cm">{escape(ylabel)}</text>')
+    return _frame(title, body, width=width, height=height)
