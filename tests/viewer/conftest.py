@@ -1,4 +1,5 @@
 """Fixtures for the viewer tests: a results file with a rich, a hostile and an unscored rollout."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """The viewer's HTML, without a browser: structure, escaping, links, images once per hash, weight."""
+
 from __future__ import annotations
 
 import base64
@@ -34,8 +35,22 @@ def test_site_from_scripted_scores_of_the_examples(repo_root, tmp_path, monkeypa
     monkeypatch.chdir(repo_root)
     monkeypatch.setattr(score_cmd, "build_judge", lambda args: ScriptedJudge())
     results, site = tmp_path / "results.jsonl", tmp_path / "site"
-    assert main(["score", "examples/trajectories", "--out", str(results), "--no-progress", "--model", "j",
-                 "--judge-url", "http://127.0.0.1:9/v1"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "examples/trajectories",
+                "--out",
+                str(results),
+                "--no-progress",
+                "--model",
+                "j",
+                "--judge-url",
+                "http://127.0.0.1:9/v1",
+            ]
+        )
+        == 0
+    )
     assert main(["view", str(results), "--out", str(site)]) == 0
     records = [json.loads(x) for x in results.read_text().splitlines()]
     index = (site / "index.html").read_text()
@@ -64,8 +79,13 @@ def test_hostile_text_renders_as_text(demo, tmp_path):
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
     assert "<script>window" not in html and "<img src=x" not in html and "<b>bold?" not in html
     assert html.count("<script>") == 1  # only the page's own
-    for field in ("thinking about step 2", "It costs $24.99.", "not $24.99.",
-                  "claimed a wrong price", "contradicts the cart."):
+    for field in (
+        "thinking about step 2",
+        "It costs $24.99.",
+        "not $24.99.",
+        "claimed a wrong price",
+        "contradicts the cart.",
+    ):
         assert f"{field} &lt;script&gt;" in html, field
     index = (tmp_path / "site" / "index.html").read_text()
     assert "&lt;script&gt;" in index and "<script>window" not in index  # unscored reason, task
@@ -76,7 +96,7 @@ def test_only_the_pages_own_script_may_run(demo, tmp_path):
     build_site(demo, tmp_path / "site")
     for html in [*pages(tmp_path / "site").values(), (tmp_path / "site" / "index.html").read_text()]:
         csp = unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1))
-        script = re.search(r"<script>(.*?)</script>", html, re.S).group(1)
+        script = re.search(r"<script>(.*?)</script>", html, re.DOTALL).group(1)
         digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
         assert f"script-src 'sha256-{digest}'" in csp and "default-src 'none'" in csp
         assert not re.search(r'(src|href)="(https?:)?//', html)  # no network resource
@@ -89,7 +109,7 @@ def test_rich_rollout_page(demo, tmp_path):
     assert html.count('<tr class="criterion') == 3 and '<tr class="criterion na"' in html  # c3 does not apply
     assert "2.5 / 5" in html  # half points shown as such
     assert html.count('class="h failed"') == 3  # screenshot 2's relevance call failed
-    assert html.count(" top\"") == 4  # top-k cells: c1 [1, 3], c2 [5, 3]
+    assert html.count(' top"') == 4  # top-k cells: c1 [1, 3], c2 [5, 3]
     assert 'id="step-3"' in html and 'class="step failing first" id="step-3"' in html
     assert "Unsolicited cart addition" in html and "penalty: unsolicited cart addition" in html
     assert 'class="badge warn">relevance' in html and "JudgeUnavailableError: timeout" in html
@@ -102,7 +122,9 @@ def test_unscored_rollout(demo, tmp_path):
     site = tmp_path / "site"
     stats = build_site(demo, site)
     index = (site / "index.html").read_text()
-    row = re.search(r'<tr class="rollout" data-outcome="unscored"[^>]*data-status="unscored">(.*?)</tr>', index, re.S)
+    row = re.search(
+        r'<tr class="rollout" data-outcome="unscored"[^>]*data-status="unscored">(.*?)</tr>', index, re.DOTALL
+    )
     assert row and "unscored: JudgeUnavailableError: down" in row.group(1)
     html = page_of(site, stats, "trajs/missing#0")
     assert "Unscored." in html and "JudgeUnavailableError: down" in html
@@ -112,7 +134,9 @@ def test_unscored_rollout(demo, tmp_path):
 def test_thumbnails_written_once_per_hash(tmp_path):
     traj = make_trajectory(tmp_path / "t", 6, size=(1600, 1000))  # last two screenshots identical
     src = str(traj / "trajectory.json")
-    results = write_results(tmp_path / "r.jsonl", [(f"t#{k}", src, rich_result(src, "t", 6), None) for k in range(3)])
+    results = write_results(
+        tmp_path / "r.jsonl", [(f"t#{k}", src, rich_result(src, "t", 6), None) for k in range(3)]
+    )
     site = tmp_path / "site"
     stats = build_site(results, site)
     assert stats.images == 2 * 5 and len(list((site / "img").iterdir())) == 10  # 5 distinct, 3 rollouts
@@ -130,26 +154,43 @@ def test_page_weight_of_a_50_screenshot_rollout(tmp_path):
     traj = make_trajectory(tmp_path / "long", 50)
     src = str(traj / "trajectory.json")
     site = tmp_path / "site"
-    stats = build_site(write_results(tmp_path / "r.jsonl", [("long#0", src, rich_result(src, "long", 50), None)]), site)
+    stats = build_site(
+        write_results(tmp_path / "r.jsonl", [("long#0", src, rich_result(src, "long", 50), None)]), site
+    )
     html = page_of(site, stats, "long#0")
     thumbs = set(re.findall(r'<img src="\.\./(img/[^"]+)"', html))
     weight = len(html.encode()) + sum((site / t).stat().st_size for t in thumbs)
     full = sum(p.stat().st_size for p in (site / "img").glob("*.png"))
-    print(f"\n50-screenshot page: html {len(html.encode()) / 1e3:.0f} kB + {len(thumbs)} thumbnails = "
-          f"{weight / 1e3:.0f} kB (full images, loaded on click: {full / 1e3:.0f} kB), built in {stats.seconds:.2f} s")
+    print(
+        f"\n50-screenshot page: html {len(html.encode()) / 1e3:.0f} kB + {len(thumbs)} thumbnails = "
+        f"{weight / 1e3:.0f} kB (full images, loaded on click: {full / 1e3:.0f} kB), built in {stats.seconds:.2f} s"
+    )
     assert len(thumbs) == 49 and weight < 1_500_000 and weight < full
 
 
 def test_unknown_and_missing_fields_do_not_break_the_page(tmp_path):
     """Results of other schema versions: extra fields are shown as JSON, missing ones as blanks."""
-    odd = {"trajectory_id": "x", "task_id": "x", "outcome_success": True, "process_score": None,
-           "criteria": [{"id": "c1", "earned": 0.5, "max_points": 1, "half_point": True, "evidence": "oops"},
-                        "not a criterion"],
-           "relevance": {"criteria": ["c1"], "matrix": [[3], None, [11, 4], "bad"]},
-           "topk": {"c1": [1, "2"]}, "diagnosis": None, "usage": "n/a",
-           "permission_profile": {"allowed": ["<purchase>"]}, "truncation": [{"field": "thoughts", "kept": 600}]}
-    lines = [{"id": "odd#0", "status": "scored", "result": odd}, {"id": "min#0", "status": "scored", "result": {}},
-             {"id": "bad#0", "status": "unscored", "reason": None, "result": None}]
+    odd = {
+        "trajectory_id": "x",
+        "task_id": "x",
+        "outcome_success": True,
+        "process_score": None,
+        "criteria": [
+            {"id": "c1", "earned": 0.5, "max_points": 1, "half_point": True, "evidence": "oops"},
+            "not a criterion",
+        ],
+        "relevance": {"criteria": ["c1"], "matrix": [[3], None, [11, 4], "bad"]},
+        "topk": {"c1": [1, "2"]},
+        "diagnosis": None,
+        "usage": "n/a",
+        "permission_profile": {"allowed": ["<purchase>"]},
+        "truncation": [{"field": "thoughts", "kept": 600}],
+    }
+    lines = [
+        {"id": "odd#0", "status": "scored", "result": odd},
+        {"id": "min#0", "status": "scored", "result": {}},
+        {"id": "bad#0", "status": "unscored", "reason": None, "result": None},
+    ]
     results = tmp_path / "r.jsonl"
     results.write_text("".join(json.dumps(x) + "\n" for x in lines))
     stats = build_site(results, tmp_path / "site")
@@ -179,8 +220,10 @@ def test_a_page_that_cannot_render_does_not_lose_the_site(demo, tmp_path, monkey
 
 def test_trajectories_flag_finds_moved_trajectories(tmp_path, capsys):
     traj = make_trajectory(tmp_path / "moved" / "shop-task", 3)
-    results = write_results(tmp_path / "r.jsonl", [("elsewhere/shop-task#0", "/gone/trajectory.json",
-                                                    rich_result("/gone", "shop-task", 3), None)])
+    results = write_results(
+        tmp_path / "r.jsonl",
+        [("elsewhere/shop-task#0", "/gone/trajectory.json", rich_result("/gone", "shop-task", 3), None)],
+    )
     stats = build_site(results, tmp_path / "a")
     assert "trajectory not found" in page_of(tmp_path / "a", stats, "elsewhere/shop-task#0")
     assert main(["view", str(results), "--trajectories", str(traj.parent), "--out", str(tmp_path / "b")]) == 0
@@ -196,6 +239,7 @@ def test_view_without_results_is_a_usage_error(tmp_path, capsys):
 
 def test_generic_report_of_any_pydantic_model(tmp_path):
     """The hook for other reports (e.g. calibrate): a model rendered as tables, text escaped."""
+
     class Row(BaseModel):
         name: str
         value: float
@@ -207,8 +251,17 @@ def test_generic_report_of_any_pydantic_model(tmp_path):
 
     secs = model_sections(Report(), title="Calibration")
     assert [s.title for s in secs] == ["Calibration", "Calibration: rows"]
-    out = render_report("Calibration", [*secs, Section(title="extra", tables=[Table.of(["k"], [["v"]])])],
-                        tmp_path / "c.html", meta=[("judge", "x")])
+    out = render_report(
+        "Calibration",
+        [*secs, Section(title="extra", tables=[Table.of(["k"], [["v"]])])],
+        tmp_path / "c.html",
+        meta=[("judge", "x")],
+    )
     html = out.read_text()
-    assert "&lt;judge&gt;" in html and "a&lt;b" in html and "0.25" in html and html.count('<table class="report">') == 3
+    assert (
+        "&lt;judge&gt;" in html
+        and "a&lt;b" in html
+        and "0.25" in html
+        and html.count('<table class="report">') == 3
+    )
     assert HOSTILE not in html

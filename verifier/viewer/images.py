@@ -6,6 +6,7 @@ thumbnails (lazily loaded) and link to the full image, which is only fetched whe
 Identical screenshots (an agent waiting on the same page) share one file pair: images are keyed by
 the SHA-256 of their bytes and written once per site, whichever rollout shows them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -65,13 +66,21 @@ class ImageStore:
             thumb_img = img.convert("RGB")
             w, h = img.size
         if w > self.thumb_width:
-            thumb_img = thumb_img.resize((self.thumb_width, max(1, round(h * self.thumb_width / w))),
-                                         Image.Resampling.LANCZOS)
+            thumb_img = thumb_img.resize(
+                (self.thumb_width, max(1, round(h * self.thumb_width / w))), Image.Resampling.LANCZOS
+            )
         thumb = self.dir / f"{name}_t.jpg"
         thumb_img.save(thumb, "JPEG", quality=THUMB_QUALITY, optimize=True)
         self.writes += 2
-        stored = StoredImage(full=f"img/{full.name}", thumb=f"img/{thumb.name}", width=w, height=h,
-                             thumb_width=thumb_img.width, thumb_height=thumb_img.height, sha256=sha)
+        stored = StoredImage(
+            full=f"img/{full.name}",
+            thumb=f"img/{thumb.name}",
+            width=w,
+            height=h,
+            thumb_width=thumb_img.width,
+            thumb_height=thumb_img.height,
+            sha256=sha,
+        )
         self._by_sha[sha] = stored
         return stored
 

@@ -5,6 +5,7 @@ judge reply is escaped by Jinja, and the policy is the second wall. Only the pag
 script (allowed by its SHA-256) may run, images come from the site's own folder, nothing is fetched
 from the network. A payload that slipped through escaping still could not execute.
 """
+
 from __future__ import annotations
 
 import base64
@@ -41,15 +42,22 @@ def _asset(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def environment() -> Environment:
-    env = Environment(loader=PackageLoader("verifier.viewer", "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("verifier.viewer", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["num"] = fmt_num
     env.filters["int"] = fmt_int
     env.filters["pct"] = lambda x: "—" if x is None else f"{100 * x:.0f}%"
     css, js = _asset("style.css"), _asset("app.js")
-    csp = ("default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; "
-           f"script-src 'sha256-{base64.b64encode(hashlib.sha256(js.encode()).digest()).decode()}'; "
-           "base-uri 'none'; form-action 'none'")
+    csp = (
+        "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{base64.b64encode(hashlib.sha256(js.encode()).digest()).decode()}'; "
+        "base-uri 'none'; form-action 'none'"
+    )
     env.globals.update(css=Markup(css), js=Markup(js), csp=csp)
     return env
 

@@ -8,6 +8,7 @@ column per field, nested models their own section)::
     from verifier.viewer import render_report, model_sections
     render_report("Calibration", model_sections(report), out_dir / "report.html")
 """
+
 from __future__ import annotations
 
 import json
@@ -69,12 +70,27 @@ def cell(v: Any) -> Cell:
     return Cell(text="" if v is None else str(v))
 
 
-def render_report(title: str, sections: Sequence[Section], out: str | Path, *,
-                  meta: Sequence[tuple[str, str]] = (), notes: Sequence[str] = (),
-                  links: Sequence[tuple[str, str]] = ()) -> Path:
+def render_report(
+    title: str,
+    sections: Sequence[Section],
+    out: str | Path,
+    *,
+    meta: Sequence[tuple[str, str]] = (),
+    notes: Sequence[str] = (),
+    links: Sequence[tuple[str, str]] = (),
+) -> Path:
     """Write one self-contained HTML report (inline CSS, inline SVG) to `out`."""
-    return write_page(Path(out), "report.html.j2", title=title, sections=list(sections), meta=list(meta),
-                      notes=list(notes), links=list(links), Markup=Markup, ci_glyph=lambda ci: ci_bar(*ci))
+    return write_page(
+        Path(out),
+        "report.html.j2",
+        title=title,
+        sections=list(sections),
+        meta=list(meta),
+        notes=list(notes),
+        links=list(links),
+        Markup=Markup,
+        ci_glyph=lambda ci: ci_bar(*ci),
+    )
 
 
 def confusion_matrix(tp: int, fp: int, fn: int, tn: int, title: str) -> Figure:
@@ -83,12 +99,16 @@ def confusion_matrix(tp: int, fp: int, fn: int, tn: int, title: str) -> Figure:
 
     def td(v: int, kind: str) -> str:
         alpha = 0.12 + 0.75 * v / top
-        return (f'<td class="cm-{kind}" style="background:rgba(56,103,214,{alpha:.2f});'
-                f'color:{"#fff" if alpha > 0.55 else "#111"}"><b>{v}</b><small>{kind}</small></td>')
+        return (
+            f'<td class="cm-{kind}" style="background:rgba(56,103,214,{alpha:.2f});'
+            f'color:{"#fff" if alpha > 0.55 else "#111"}"><b>{v}</b><small>{kind}</small></td>'
+        )
 
-    grid = ('<table class="confusion"><tr><th></th><th>verifier fail</th><th>verifier success</th></tr>'
-            f'<tr><th>human fail</th>{td(tn, "tn")}{td(fp, "fp")}</tr>'
-            f'<tr><th>human success</th>{td(fn, "fn")}{td(tp, "tp")}</tr></table>')
+    grid = (
+        '<table class="confusion"><tr><th></th><th>verifier fail</th><th>verifier success</th></tr>'
+        f"<tr><th>human fail</th>{td(tn, 'tn')}{td(fp, 'fp')}</tr>"
+        f"<tr><th>human success</th>{td(fn, 'fn')}{td(tp, 'tp')}</tr></table>"
+    )
     return Figure(title=title, svg=grid)
 
 
@@ -111,8 +131,15 @@ def model_sections(model: BaseModel, title: str | None = None) -> list[Section]:
     """Sections for any pydantic model: its scalars, its lists of models as tables, nested models."""
     name = title or type(model).__name__
     data = {k: getattr(model, k) for k in type(model).model_fields}
-    scalars = [(k, _show(v)) for k, v in data.items() if _scalar(v) or (isinstance(v, (list, dict))
-               and all(_scalar(x) for x in (v.values() if isinstance(v, dict) else v)))]
+    scalars = [
+        (k, _show(v))
+        for k, v in data.items()
+        if _scalar(v)
+        or (
+            isinstance(v, (list, dict))
+            and all(_scalar(x) for x in (v.values() if isinstance(v, dict) else v))
+        )
+    ]
     sections = [Section(title=name, tables=[Table.of(["field", "value"], scalars)])] if scalars else []
     for k, v in data.items():
         if isinstance(v, BaseModel):

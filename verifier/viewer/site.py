@@ -4,6 +4,7 @@ The site opens from disk (``DIR/index.html``): no server, no network, CSS/JS inl
 as files under ``DIR/img`` (see `images`). One rollout whose page cannot be rendered gets an error
 page with its raw record, escaped; it never stops the rest of the site.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -48,8 +49,9 @@ def record_dict(rec: ScoreRecord) -> dict[str, Any]:
     return rec.model_dump(exclude={"result"}) | {"result": rec.result_dict()}
 
 
-def build_site(results: str | Path, out: str | Path, *, trajectories: Sequence[str | Path] = (),
-               title: str | None = None) -> SiteStats:
+def build_site(
+    results: str | Path, out: str | Path, *, trajectories: Sequence[str | Path] = (), title: str | None = None
+) -> SiteStats:
     t0 = time.perf_counter()
     results, out = Path(results), Path(out)
     if not results.is_file():
@@ -70,23 +72,47 @@ def build_site(results: str | Path, out: str | Path, *, trajectories: Sequence[s
     summary = summarize(objs)
     n_success = sum(1 for r in scored if r["outcome"])
     charts = [
-        svg.histogram([r["process"] for r in scored if r["process"] is not None], "process score",
-                      bins=10, lo=0.0, hi=1.0, xlabel="process score"),
-        svg.bars([("success", n_success, "#2e9e5b"), ("failure", len(scored) - n_success, "#d64545"),
-                  ("unscored", len(rows) - len(scored), "#999")], "outcome", total=len(rows) or 1),
+        svg.histogram(
+            [r["process"] for r in scored if r["process"] is not None],
+            "process score",
+            bins=10,
+            lo=0.0,
+            hi=1.0,
+            xlabel="process score",
+        ),
+        svg.bars(
+            [
+                ("success", n_success, "#2e9e5b"),
+                ("failure", len(scored) - n_success, "#d64545"),
+                ("unscored", len(rows) - len(scored), "#999"),
+            ],
+            "outcome",
+            total=len(rows) or 1,
+        ),
         svg.histogram([r["calls"] for r in scored], "judge calls per rollout", bins=8, xlabel="calls"),
-        svg.histogram([r["tokens"] for r in scored], "tokens per rollout", bins=8, xlabel="prompt + completion tokens"),
+        svg.histogram(
+            [r["tokens"] for r in scored], "tokens per rollout", bins=8, xlabel="prompt + completion tokens"
+        ),
     ]
-    write_page(out / "index.html", "index.html.j2", title=title or f"Results: {results.name}", rows=rows,
-               summary=summary, charts=charts, source=results.name,
-               degraded_any=any(r["degraded"] for r in rows))
+    write_page(
+        out / "index.html",
+        "index.html.j2",
+        title=title or f"Results: {results.name}",
+        rows=rows,
+        summary=summary,
+        charts=charts,
+        source=results.name,
+        degraded_any=any(r["degraded"] for r in rows),
+    )
     stats.pages += 1
     stats.images = store.writes
     stats.seconds = time.perf_counter() - t0
     return stats
 
 
-def _rollout_page(rec: dict, path: Path, finder: TrajectoryFinder, store: ImageStore, stats: SiteStats) -> None:
+def _rollout_page(
+    rec: dict, path: Path, finder: TrajectoryFinder, store: ImageStore, stats: SiteStats
+) -> None:
     notes: list[str] = []
     try:
         traj, why = finder.find(rec)
@@ -96,9 +122,14 @@ def _rollout_page(rec: dict, path: Path, finder: TrajectoryFinder, store: ImageS
         notes += problems
         view = rollout_view(rec, traj, images, prefix="../", notes=notes)
         write_page(path, "rollout.html.j2", r=view, title=f"{view['id']}")
-    except Exception as exc:  # noqa: BLE001 - one bad record must not lose the site
+    except Exception as exc:  # one bad record must not lose the site
         log.exception("cannot render %s", rec.get("id"))
         stats.errors.append(f"{rec.get('id')}: {type(exc).__name__}: {exc}")
-        write_page(path, "error.html.j2", title=str(rec.get("id")), error=f"{type(exc).__name__}: {exc}",
-                   raw=pretty(rec))
+        write_page(
+            path,
+            "error.html.j2",
+            title=str(rec.get("id")),
+            error=f"{type(exc).__name__}: {exc}",
+            raw=pretty(rec),
+        )
     stats.pages += 1

@@ -7,6 +7,7 @@ each ``--trajectories`` root; failing that it matches the result's ``task_id`` a
 trajectories found under the roots (only when exactly one has that id: GRPO groups share task ids).
 A trajectory that cannot be found or loaded is not an error: its page says so and shows the rest.
 """
+
 from __future__ import annotations
 
 import logging
