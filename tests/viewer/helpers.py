@@ -137,6 +137,10 @@ def rich_result(traj_id: str, task_id: str, n_shots: int = 5, *, hostile: bool =
     ]
     matrix = [[min(10, (3 * i + 2 * j) % 11) for j in range(3)] for i in range(n_shots)]
     matrix[1 if n_shots > 2 else 0] = None
+    # top-2 per applicable criterion, best first (ties to the later screenshot), as the pipeline picks them
+    topk = {c: sorted((i for i, row in enumerate(matrix, 1) if row is not None and row[j] >= 1),
+                      key=lambda i, j=j: (-matrix[i - 1][j], -i))[:2] for j, c in enumerate(("c1", "c2"))}
+    topk["c3"] = []
     return VerificationResult(
         trajectory_id=traj_id,
         task_id=task_id,
@@ -168,7 +172,7 @@ def rich_result(traj_id: str, task_id: str, n_shots: int = 5, *, hostile: bool =
         relevance=RelevanceResult(
             criteria=["c1", "c2", "c3"], matrix=matrix, duplicates=[[n_shots - 1, n_shots]]
         ),
-        topk={"c1": [1, 3][:n_shots], "c2": [n_shots, n_shots - 2], "c3": []},
+        topk=topk,
         rubric_self_audit="ok",
         diagnosis=DiagnosisResult(
             first_failure_step=min(3, n_shots - 1),

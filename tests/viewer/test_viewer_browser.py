@@ -10,6 +10,7 @@ and fails under CI=true.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -42,16 +43,19 @@ def site(tmp_path_factory):
     """A results file (rich, hostile, unscored, plus a few plain ones) rendered as a site and a bench report."""
     tmp = tmp_path_factory.mktemp("viewer")
     entries = []
-    for name, n, hostile in (("mouse-price", 8, False), ("hostile", 4, True)):
-        t = make_trajectory(tmp / "trajs" / name, n, hostile=hostile)
-        entries.append(
-            (
-                f"trajs/{name}#0",
-                str(t / "trajectory.json"),
-                rich_result(str(t / "trajectory.json"), name, n, hostile=hostile),
-                None,
-            )
-        )
+    # the rich rollout uses the bundled example's real screenshots (640x400, the last two identical)
+    example = Path(__file__).resolve().parents[2] / "examples" / "trajectories" / "mouse-price-side-effect"
+    mouse = tmp / "trajs" / "mouse-price"
+    if example.is_dir():
+        shutil.copytree(example, mouse)
+    else:
+        make_trajectory(mouse, 5, size=(640, 400))
+    instruction = json.loads((mouse / "trajectory.json").read_text())["task"]["instruction"]
+    res = rich_result(str(mouse / "trajectory.json"), "mouse-price", 5).model_copy(update={"task": instruction})
+    entries.append(("trajs/mouse-price#0", str(mouse / "trajectory.json"), res, None))
+    t = make_trajectory(tmp / "trajs" / "hostile", 4, hostile=True)
+    entries.append(("trajs/hostile#0", str(t / "trajectory.json"),
+                    rich_result(str(t / "trajectory.json"), "hostile", 4, hostile=True), None))
     for i, score in enumerate((0.9, 0.35, 1.0)):
         t = make_trajectory(tmp / "trajs" / f"task-{i}", 3)
         res = rich_result(str(t / "trajectory.json"), f"task-{i}", 3).model_copy(
@@ -137,11 +141,12 @@ def test_index(page, site, tmp_path):
 def test_rollout_page(page, site, tmp_path):
     page.goto((site["root"] / site["links"]["trajs/mouse-price#0"]).as_uri())
     assert page.locator("tr.criterion").count() == 3
-    assert page.locator(".heat td.h").count() == 8 * 3 and page.locator(".heat td.top").count() == 4
+    assert page.locator(".heat td.h").count() == 5 * 3 and page.locator(".heat td.top").count() == 4
     thumbs = page.locator("a.shot img")
-    assert thumbs.count() >= 8
+    assert thumbs.count() >= 5
     shoot(page, "rollout", tmp_path)
     page.locator("#relevance").scroll_into_view_if_needed()
+    page.wait_for_function("() => [...document.querySelectorAll('.heat a.shot img')].every(e => e.complete)")
     widths = page.eval_on_selector_all(
         ".heat a.shot img", "els => els.map(e => e.complete && e.naturalWidth)"
     )
@@ -151,7 +156,8 @@ def test_rollout_page(page, site, tmp_path):
     shoot(page, "rollout-evidence", tmp_path)
     page.locator(".heat a.shot").first.click()
     assert page.locator("#lightbox").is_visible()
-    assert page.eval_on_selector("#lightbox img", "e => e.complete && e.naturalWidth") == 1280  # full size
+    page.wait_for_function("() => document.querySelector('#lightbox img').complete")
+    assert page.eval_on_selector("#lightbox img", "e => e.complete && e.naturalWidth") == 640  # full size
     page.keyboard.press("Escape")
     assert page.locator("#lightbox").is_hidden()
     assert page.problems == []

@@ -109,7 +109,7 @@ def test_rich_rollout_page(demo, tmp_path):
     assert html.count('<tr class="criterion') == 3 and '<tr class="criterion na"' in html  # c3 does not apply
     assert "2.5 / 5" in html  # half points shown as such
     assert html.count('class="h failed"') == 3  # screenshot 2's relevance call failed
-    assert html.count(' top"') == 4  # top-k cells: c1 [1, 3], c2 [5, 3]
+    assert html.count(' top"') == 4  # top-2 cells of c1 and c2; c3 does not apply
     assert 'id="step-3"' in html and 'class="step failing first" id="step-3"' in html
     assert "Unsolicited cart addition" in html and "penalty: unsolicited cart addition" in html
     assert 'class="badge warn">relevance' in html and "JudgeUnavailableError: timeout" in html
