@@ -68,6 +68,8 @@ def site(tmp_path_factory):
                 "forced_failure": [],
             }
         )
+        if i == 0:  # a weak judge's reply: one unbroken 3000-character word
+            res.criteria[0].justification = res.criteria[0].name = "ch" * 1500
         entries.append((f"trajs/task-{i}#0", str(t / "trajectory.json"), res, None))
     entries.append(
         ("trajs/missing#0", "trajs/missing/trajectory.json", None, f"JudgeUnavailableError: down {HOSTILE}")
@@ -160,6 +162,13 @@ def test_rollout_page(page, site, tmp_path):
     assert page.eval_on_selector("#lightbox img", "e => e.complete && e.naturalWidth") == 640  # full size
     page.keyboard.press("Escape")
     assert page.locator("#lightbox").is_hidden()
+    assert page.problems == []
+
+
+def test_long_unbroken_text_wraps(page, site):
+    page.goto((site["root"] / site["links"]["trajs/task-0#0"]).as_uri())
+    assert "chch" in page.inner_text("#rubric")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     assert page.problems == []
 
 
