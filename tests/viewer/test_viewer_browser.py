@@ -130,6 +130,9 @@ def test_index(page, site, tmp_path):
     assert page.locator("#rollouts tbody tr:visible").count() == 1 and page.inner_text("#shown") == "1"
     assert "unscored: JudgeUnavailableError: down <script>" in page.inner_text("#rollouts tbody tr:visible")
     page.select_option("select[data-filter=outcome]", "")
+    page.select_option("select[data-filter=reason]", "JudgeUnavailableError")
+    assert page.locator("#rollouts tbody tr:visible").count() == 1
+    page.select_option("select[data-filter=reason]", "")
     page.select_option("select[data-filter=band]", "0.8-1")
     assert page.locator("#rollouts tbody tr:visible").count() == 2
     page.select_option("select[data-filter=band]", "")

@@ -123,9 +123,10 @@ def test_unscored_rollout(demo, tmp_path):
     stats = build_site(demo, site)
     index = (site / "index.html").read_text()
     row = re.search(
-        r'<tr class="rollout" data-outcome="unscored"[^>]*data-status="unscored">(.*?)</tr>', index, re.DOTALL
+        r'<tr class="rollout" data-outcome="unscored"[^>]*data-status="unscored" data-reason="JudgeUnavailableError">(.*?)</tr>', index, re.DOTALL
     )
     assert row and "unscored: JudgeUnavailableError: down" in row.group(1)
+    assert '<option value="JudgeUnavailableError">' in index  # filter by unscored reason
     html = page_of(site, stats, "trajs/missing#0")
     assert "Unscored." in html and "JudgeUnavailableError: down" in html
     assert "trajectory not found" in html

@@ -85,6 +85,7 @@ def index_row(record: dict, href: str) -> dict:
         "href": href,
         "status": status,
         "reason": text(record.get("reason")),
+        "reason_kind": (text(record.get("reason")) or "unknown").split(":", 1)[0] if status != "scored" else "",
         "task": text(res.get("task")) or text(res.get("task_id")),
         "task_id": text(res.get("task_id")),
         "outcome": outcome if status == "scored" else None,
