@@ -13,6 +13,7 @@ SUBCOMMANDS = [
     "verifier.cli.score_dataset_cmd",
     "verifier.cli.bench_cmd",
     "verifier.cli.calibrate_cmd",
+    "verifier.cli.view_cmd",
     "serving.cli",
 ]
 
