@@ -266,3 +266,22 @@ def test_generic_report_of_any_pydantic_model(tmp_path):
         and html.count('<table class="report">') == 3
     )
     assert HOSTILE not in html
+
+
+def test_what_the_judge_was_shown_has_its_own_section(tmp_path):
+    """Schema 1.2 fields (permission profile, history compression, truncations, unsupported claims)
+    are rendered in their own section, escaped, and not as unknown "Other fields"."""
+    res = {"trajectory_id": "s", "task_id": "s", "outcome_success": False,
+           "permission_profile": {"critical_point": "not_granted", "task_words": "<b>don't buy</b>"},
+           "history": {"steps": 120, "thoughts": "omitted", "arguments": "full"},
+           "truncations": [{"field": "final_answer", "original_chars": 9000, "kept_chars": 6000}],
+           "unsupported_claims": ["penalty without a screenshot"]}
+    results = tmp_path / "r.jsonl"
+    results.write_text(json.dumps({"id": "s#0", "status": "scored", "result": res}) + "\n")
+    stats = build_site(results, tmp_path / "site")
+    html = page_of(tmp_path / "site", stats, "s#0")
+    section = html.split('id="shown"', 1)[1].split("</section>", 1)[0]
+    for key in ("permission_profile", "history", "truncations", "unsupported_claims"):
+        assert key in section
+    assert "&lt;b&gt;don" in section and "<b>don" not in html
+    assert "Other fields" not in html

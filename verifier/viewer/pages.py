@@ -46,7 +46,13 @@ KNOWN_FIELDS = {
     "config",
     "models",
     "prompts",
+    "permission_profile",
+    "unsupported_claims",
+    "history",
+    "truncations",
 }
+#: Fields that say what the judge was shown and allowed (schema 1.2); listed in their own section.
+SHOWN_FIELDS = ("permission_profile", "history", "truncations", "unsupported_claims")
 KNOWN_CRITERION_FIELDS = {
     "id",
     "name",
@@ -314,6 +320,7 @@ def rollout_view(
         ],
         "schema_version": text(res.get("schema_version")),
         "trajectory_id": text(res.get("trajectory_id")),
+        "shown": {k: pretty(res[k]) for k in SHOWN_FIELDS if res.get(k) not in (None, [], {})},
         "extras": {k: pretty(v) for k, v in res.items() if k not in KNOWN_FIELDS},
         "notes": list(notes or []),
     }
