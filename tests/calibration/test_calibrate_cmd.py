@@ -92,3 +92,13 @@ def test_no_demo_flag_refuses(monkeypatch, capsys):
     monkeypatch.delenv("CUA_VERIFIER_CONFIG", raising=False)
     rc = main(["calibrate", "--suite", str(SUITE), "--only", "U3", "--no-demo"])
     assert rc == 2 and "error:" in capsys.readouterr().err
+
+
+def test_calibrate_html_report_in_the_viewer_style(scripted, tmp_path, capsys):
+    html_out = tmp_path / "calibration.html"
+    rc = main(["calibrate", "--suite", str(SUITE), "--only", "O3", "--html", str(html_out),
+               "--judge-url", "http://127.0.0.1:9/v1", "--model", "judge-x", "--no-progress"])
+    assert rc == 0 and f"HTML report written to {html_out}" in capsys.readouterr().out
+    page = html_out.read_text()
+    assert "<style>" in page and "http://" not in page.split("<body", 1)[1].replace("http://127.0.0.1:9", "")
+    assert "o3-searched-not-satisfied" in page and "O3" in page and "fpr" in page

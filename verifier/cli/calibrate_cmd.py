@@ -32,6 +32,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--suite", help="suite folder (default: examples/calibration of this checkout)")
     p.add_argument("--only", nargs="+", metavar="RULE", help="only cases testing these rule ids (e.g. O2 R1 X1)")
     p.add_argument("--out", help="also write the report as JSON here")
+    p.add_argument("--html", metavar="PATH", help="also write the report as a self-contained HTML page (viewer style)")
     add_scoring_args(p, default_concurrency=4)
     p.add_argument("--no-demo", action="store_true",
                    help="fail instead of starting the CPU demo judge when no judge is configured")
@@ -121,4 +122,9 @@ def _calibrate(args: argparse.Namespace, cases: list, config: Any, judge: Any, c
     if args.out:
         Path(args.out).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
         print(f"report written to {args.out}")
+    if args.html:
+        from ..viewer import model_sections, render_report
+
+        render_report("Calibration report", model_sections(report, "Calibration"), args.html)
+        print(f"HTML report written to {args.html}")
     return 3 if any(v.status != "scored" for v in report.cases) else 0
