@@ -13,6 +13,7 @@ SUBCOMMANDS = [
     "verifier.cli.score_dataset_cmd",
     "verifier.cli.bench_cmd",
     "serving.cli",
+    "serving.reward_service.cli",
 ]
 
 
