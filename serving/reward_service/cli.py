@@ -34,10 +34,10 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reward.settings import RewardSettings
+    from verifier.cli._options import settings_overrides
 
     from .config import ServiceConfig
     from .server import serve
-    from verifier.cli._options import settings_overrides
 
     try:
         settings = RewardSettings.from_env(**settings_overrides(args))

@@ -1,71 +1,17 @@
 """Helpers for the reward-service tests: a counting loopback judge and the service as a real process."""
 from __future__ import annotations
 
-import io
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
-import threading
-import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
-
-from reward.echo_judge import EchoJudgeServer
-from verifier.trajectory import Screenshot, Step, Task, Trajectory
+from serving.reward_service.loadtest import LoopbackJudge, png, trajectory  # noqa: F401 (re-exported)
 
 REPO = Path(__file__).resolve().parents[2]
-RUBRIC_SCHEMA = "RubricDraft"  # the json_schema name of the rubric stage's reply
-
-
-class LoopbackJudge(EchoJudgeServer):
-    """The echo judge, counting requests per reply schema, with injected latency and faults."""
-
-    def __init__(self, *, latency_s: float = 0.0, fault_rate: float = 0.0, seed: int = 0, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.latency_s, self.fault_rate = latency_s, fault_rate
-        self.by_schema: Counter[str] = Counter()
-        self.faults = 0
-        self._rng = random.Random(seed)
-        self._count_lock = threading.Lock()
-
-    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        if self.latency_s:
-            time.sleep(self.latency_s)
-        with self._count_lock:
-            fault = self._rng.random() < self.fault_rate
-            if fault:
-                self.faults += 1
-            else:
-                fmt = body.get("response_format") or {}
-                self.by_schema[(fmt.get("json_schema") or {}).get("name", "?")] += 1
-        if fault:
-            return 503, {"error": {"message": "injected fault", "type": "server_error"}}
-        return super().answer(path, body)
-
-    @property
-    def rubric_calls(self) -> int:
-        return self.by_schema[RUBRIC_SCHEMA]
-
-
-def png(color: tuple[int, int, int], size: tuple[int, int] = (64, 48)) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", size, color).save(buf, "PNG")
-    return buf.getvalue()
-
-
-def trajectory(k: int, task: str = "task-a", *, shot: bytes | None = None) -> Trajectory:
-    """A small distinct rollout of `task` (one step, one inline screenshot shared by the task)."""
-    data = shot if shot is not None else png((40, 120, 200))
-    return Trajectory(task=Task(id=task, instruction=f"Find the opening hours for {task}"),
-                      steps=[Step(index=1, action="click", arguments={"x": k, "y": 10})],
-                      screenshots=[Screenshot.from_bytes(data, step=1, timing="after")],
-                      final_answer=f"answer {k}")
 
 
 def write_config(path: Path, **judge: Any) -> Path:
@@ -107,7 +53,7 @@ class Service:
                 self.proc.wait()
         return self.proc.returncode
 
-    def __enter__(self) -> Service:
+    def __enter__(self) -> Service:  # noqa: PYI034
         return self
 
     def __exit__(self, *exc: object) -> None:

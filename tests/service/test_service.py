@@ -14,12 +14,12 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from service_helpers import LoopbackJudge, Service, comparable, env, png, trajectory, write_config  # noqa: E402
+from service_helpers import LoopbackJudge, Service, comparable, env, png, trajectory
 
-from reward import clear_sessions  # noqa: E402
-from reward.remote import RemoteSettings, get_remote_session, make_remote_rewards  # noqa: E402
-from reward.session import VerifierSession  # noqa: E402
-from reward.settings import RewardSettings  # noqa: E402
+from reward import clear_sessions
+from reward.remote import RemoteSettings, get_remote_session, make_remote_rewards
+from reward.session import VerifierSession
+from reward.settings import RewardSettings
 
 
 def _body(traj, **kw):
@@ -86,7 +86,7 @@ def test_api_key_required_off_loopback_and_checked_when_set(judge):
     cmd = [sys.executable, "-c", "from verifier.cli import main; raise SystemExit(main())", "serve-reward",
            "--host", "0.0.0.0", "--port", "0", "--judge-url", judge.url, "--model", "echo",
            "--api-key-env", "SR_TEST_NO_SUCH_KEY"]
-    refused = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=60)
+    refused = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env(), timeout=60)
     assert refused.returncode == 2 and "API key" in refused.stderr
     with Service(judge.url, "--api-key-env", "SR_TEST_KEY", extra_env={"SR_TEST_KEY": "s3cret"}) as svc:
         body = _body(trajectory(1))
