@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,13 @@ class ActorPool:
 
 
 def _rows(args: argparse.Namespace, answer_tools: Any) -> Iterator[Any]:
-    """Items of SOURCE: Ray Data for data files and hub names, the loaders for folders."""
+    """Items of SOURCE (the first --limit of them): Ray Data for data files and hub names, the
+    loaders for folders and native JSONL."""
+    items = _source(args, answer_tools)
+    return islice(items, args.limit) if getattr(args, "limit", None) else items
+
+
+def _source(args: argparse.Namespace, answer_tools: Any) -> Iterator[Any]:
     from ..cli.score_dataset_cmd import DATA_SUFFIXES, _is_native_jsonl, iter_folder, iter_rows, load_rows
 
     path = Path(args.source)
