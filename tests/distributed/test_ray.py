@@ -8,13 +8,13 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from dist_helpers import judge_settings, write_source  # noqa: E402
+from dist_helpers import judge_settings, write_source
 
-from reward.settings import RewardSettings  # noqa: E402
-from serving.reward_service.loadtest import LoopbackJudge  # noqa: E402
-from verifier.cli import main  # noqa: E402
-from verifier.distributed.ray_backend import run_ray  # noqa: E402
-from verifier.records import ResultWriter  # noqa: E402
+from reward.settings import RewardSettings
+from serving.reward_service.loadtest import LoopbackJudge
+from verifier.cli import main
+from verifier.distributed.ray_backend import run_ray
+from verifier.records import ResultWriter
 
 pytestmark = pytest.mark.slow
 
@@ -31,9 +31,9 @@ def cluster():
 
 
 def _args(src, out, **kw):
-    base = dict(source=str(src), out=str(out), ray="local", actors=2, actor_cpus=0.25, shard=None,
-                split="train", name=None, id_column=None)
-    return argparse.Namespace(**{**base, **kw})
+    return argparse.Namespace(**{"source": str(src), "out": str(out), "ray": "local", "actors": 2,
+                                 "actor_cpus": 0.25, "shard": None, "split": "train", "name": None,
+                                 "id_column": None, **kw})
 
 
 def test_ray_cli_scores_everything_one_rubric_per_task_and_resumes(cluster, tmp_path):
