@@ -129,16 +129,25 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         return BatchResponse(results=items).model_dump()
 
     @app.post("/v1/openrlhf", dependencies=[Depends(authorised)])
-    async def openrlhf(body: OpenRLHFRequest) -> Any:
-        from reward.openrlhf import records_from_request, response_from_items
+    async def openrlhf(body: OpenRLHFRequest, reward: str = "combined", on_failure: str = "error") -> Any:
+        """OpenRLHF's remote-RM body; `?reward=combined|process|outcome&on_failure=error|<number>`."""
+        from reward.openrlhf import records_from_request, rewards_from_items
+        from reward.remote import RemoteError
 
         if len(body.query) > config.max_batch:
             return _error(413, "too_large", f"batch of {len(body.query)} over --max-batch {config.max_batch}")
         records = records_from_request(body.query, body.prompts, body.labels)
         good = [r for r in records if isinstance(r, dict)]
         scored = iter(await service.verify_records(good, None) if good else [])
-        items = [next(scored) if isinstance(r, dict) else r for r in records]
-        return response_from_items(items, settings)
+        items = [(next(scored) if isinstance(r, dict) else service.answer_error(r)).model_dump() for r in records]
+        try:
+            return rewards_from_items(items, kind=reward, on_failure=on_failure,
+                                      none_if_degraded=settings.none_if_degraded,
+                                      weight=settings.combined_process_weight)
+        except RemoteError as exc:
+            return _error(502, exc.error_type, str(exc))
+        except ValueError as exc:
+            return _error(422, "invalid_request", str(exc))
 
     return BodyLimit(app, service)
 

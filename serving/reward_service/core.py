@@ -150,6 +150,10 @@ class RewardService:
             return self._answer(Outcome(error=ShuttingDown("the service stopped before this rollout was verified")))
         return self._answer(Outcome(error=DeadlineExceeded(f"not verified within the {timeout:g}s deadline")))
 
+    def answer_error(self, error: BaseException) -> ItemResult:
+        """The unscored answer for a rollout rejected before verification (counted like the rest)."""
+        return self._answer(Outcome(error=error))
+
     def _answer(self, outcome: Outcome) -> ItemResult:
         if outcome.ok:
             self.metrics.verifications.labels(status="scored").inc()
