@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
             src.write_text("\n".join(trajectory(k, f"task-{k % a.tasks}").to_json() for k in range(a.rollouts)))
             cfg = Path(tmp, "cfg.json")
             cfg.write_text(json.dumps({"max_concurrency": a.per_actor,
-                                       "judge": {"max_concurrency": 64, "backoff_initial_s": 0.05}}))
+                                       "judge": {"base_urls": [judge.url], "model": "echo",
+                                                 "max_concurrency": 64, "backoff_initial_s": 0.05}}))
             for n in a.actors:
                 t0 = time.perf_counter()
                 cli(["score-dataset", str(src), "--out", str(Path(tmp, f"out{n}.jsonl")), "--ray", "--actors", str(n),

@@ -44,7 +44,7 @@ class RemoteError(CuaVerifierError):
 
     def __init__(self, message: str, *, error_type: str = "RemoteError", status: int | None = None) -> None:
         super().__init__(f"{error_type}: {message}")
-        self.error_type, self.status = error_type, status
+        self.error_type, self.status, self.message = error_type, status, message
 
 
 class RemoteSettings(BaseModel):

@@ -145,7 +145,7 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
                                       none_if_degraded=settings.none_if_degraded,
                                       weight=settings.combined_process_weight)
         except RemoteError as exc:
-            return _error(502, exc.error_type, str(exc))
+            return _error(502, exc.error_type, exc.message)
         except ValueError as exc:
             return _error(422, "invalid_request", str(exc))
 
