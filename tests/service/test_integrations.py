@@ -8,10 +8,10 @@ import pytest
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
-from service_helpers import LoopbackJudge, Service  # noqa: E402
+from service_helpers import LoopbackJudge, Service
 
-from reward.openrlhf import make_reward_func  # noqa: E402
-from reward.remote import RemoteError  # noqa: E402
+from reward.openrlhf import make_reward_func
+from reward.remote import RemoteError
 
 TASK = json.dumps({"id": "hours", "instruction": "Find the library's opening hours"})
 PROMPT = "<|im_start|>user\nFind the library's opening hours<|im_end|>\n<|im_start|>assistant\n"

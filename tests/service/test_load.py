@@ -8,9 +8,9 @@ import pytest
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
-from service_helpers import LoopbackJudge, Service, write_config  # noqa: E402
+from service_helpers import LoopbackJudge, Service, write_config
 
-from serving.reward_service.loadtest import run_load  # noqa: E402
+from serving.reward_service.loadtest import run_load
 
 N, TASKS, QUEUE = 200, 10, 24
 
