@@ -122,9 +122,9 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
 
     @app.post("/v1/verify/batch", dependencies=[Depends(authorised)])
     async def verify_batch(body: BatchRequest) -> Any:
-        if len(body.trajectories) > config.max_batch:
+        if len(body.trajectories) > min(config.max_batch, config.queue_size):
             return _error(413, "too_large", f"batch of {len(body.trajectories)} over --max-batch "
-                          f"{config.max_batch}")
+                          f"{config.max_batch} / --queue-size {config.queue_size}")
         items = await service.verify_records(body.trajectories, body.deadline_s)
         return BatchResponse(results=items).model_dump()
 
@@ -134,7 +134,7 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         from reward.openrlhf import records_from_request, rewards_from_items
         from reward.remote import RemoteError
 
-        if len(body.query) > config.max_batch:
+        if len(body.query) > min(config.max_batch, config.queue_size):
             return _error(413, "too_large", f"batch of {len(body.query)} over --max-batch {config.max_batch}")
         records = records_from_request(body.query, body.prompts, body.labels)
         good = [r for r in records if isinstance(r, dict)]
