@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 with ResultWriter(Path(tmp, f"o{n}.jsonl")) as writer:
                     run_ray(args, build_settings(args), writer,
-                            on_record=lambda rec, pool: done.append(time.perf_counter()))
+                            on_record=lambda rec, pool, d=done: d.append(time.perf_counter()))
                 wall = time.perf_counter() - t0
                 steady = (len(done) - 1) / (done[-1] - done[0]) if len(done) > 1 and done[-1] > done[0] else 0.0
                 rows.append({"actors": n, "rollouts": len(done), "wall_s": round(wall, 1),
