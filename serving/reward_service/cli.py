@@ -37,7 +37,13 @@ def run(args: argparse.Namespace) -> int:
     from verifier.cli._options import settings_overrides
 
     from .config import ServiceConfig
-    from .server import serve
+
+    try:
+        from .server import serve
+    except ImportError as exc:
+        print(f"error: serve-reward needs the service extra (pip install 'cua-verifier[service]'): {exc}",
+              file=sys.stderr)
+        return 2
 
     try:
         settings = RewardSettings.from_env(**settings_overrides(args))

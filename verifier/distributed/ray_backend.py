@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cli._sources import Unscored, score_one
+from ..errors import ConfigError
 from ..records import ResultWriter, ScoreRecord, summarize
 from .shard import keyed, parse_shard, stable_bucket
 
@@ -168,6 +169,10 @@ def score_on_ray(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
     """`score-dataset --ray`: the Ray run into the command's durable log, then the export to --out."""
     from ..cli.score_dataset_cmd import log_path_for
 
+    try:
+        import ray  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"--ray needs the ray extra (pip install 'cua-verifier[ray]'): {exc}") from exc
     out = Path(args.out)
     writer = ResultWriter(log_path_for(out))
     try:
