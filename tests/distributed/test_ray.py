@@ -79,3 +79,26 @@ def test_ray_actor_killed_mid_run_rows_retried_none_lost_or_duplicated(cluster, 
     assert all(r["status"] == "scored" for r in lines)
     assert summary["ray"]["restarts"] == 1 and summary["ray"]["retried"] >= 1
     assert summary["this_run"] == {"scored": 18, "unscored": 0, "skipped": 0}
+
+
+def test_ray_reads_a_parquet_source_through_ray_data(cluster, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from serving.reward_service.loadtest import trajectory
+
+    rows = [{"id": f"r{k}", "trajectory": trajectory(k, f"task-{k % 2}").to_json()} for k in range(4)]
+    rows.append({"id": "bad", "trajectory": "{not json"})
+    src = tmp_path / "rollouts.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), src)
+    out = tmp_path / "out.jsonl"
+    cfg = tmp_path / "cfg.json"
+    with LoopbackJudge() as judge:
+        cfg.write_text(json.dumps({"judge": judge_settings(judge.url)}))
+        assert main(["score-dataset", str(src), "--out", str(out), "--config", str(cfg), "--no-progress",
+                     "--ray"]) == 0
+    got = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert set(got) == {"r0", "r1", "r2", "r3", "bad"}
+    assert all(got[f"r{k}"]["status"] == "scored" for k in range(4))
+    assert got["bad"]["status"] == "unscored" and "TrajectoryError" in got["bad"]["reason"]
+    assert judge.rubric_calls == 2
