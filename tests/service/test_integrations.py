@@ -7,6 +7,7 @@ import pytest
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
+pytestmark = pytest.mark.slow  # real service processes
 
 from service_helpers import LoopbackJudge, Service
 

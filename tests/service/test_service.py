@@ -12,6 +12,7 @@ import pytest
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
+pytestmark = pytest.mark.slow  # real service processes
 pytest.importorskip("uvicorn")
 
 from service_helpers import LoopbackJudge, Service, comparable, env, png, trajectory
