@@ -15,7 +15,7 @@ pytest.importorskip("fastapi")
 pytestmark = pytest.mark.slow  # real service processes
 pytest.importorskip("uvicorn")
 
-from service_helpers import LoopbackJudge, Service, comparable, env, png, trajectory
+from service_helpers import LoopbackJudge, Service, comparable, env, png, trajectory, write_config
 
 from reward import clear_sessions
 from reward.remote import RemoteSettings, get_remote_session, make_remote_rewards
@@ -146,7 +146,7 @@ def test_shutdown_finishes_or_cleanly_rejects_in_flight_work(grace, expected):
         assert got[0].json()["error"]["type"] == "ShuttingDown"
 
 
-def test_remote_rewards_keep_names_none_semantics_and_one_request_per_rollout(judge):
+def test_remote_rewards_keep_names_none_semantics_and_one_request_per_rollout(judge, tmp_path):
     with Service(judge.url) as svc:
         r = make_remote_rewards(svc.url)
         assert (r.process.__name__, r.outcome.__name__, r.combined.__name__) == \
@@ -166,7 +166,8 @@ def test_remote_rewards_keep_names_none_semantics_and_one_request_per_rollout(ju
     assert session.requests == 2  # process and outcome shared each rollout's request
     assert metrics["uv_process/failure_rate"] == pytest.approx(1 / 3)
     assert "uv/judge_calls_per_rollout" in metrics
-    with LoopbackJudge(fault_rate=1.0) as down, Service(down.url) as svc:
+    cfg = write_config(tmp_path / "cfg.json")
+    with LoopbackJudge(fault_rate=1.0) as down, Service(down.url, "--config", str(cfg)) as svc:
         clear_sessions()
         r = make_remote_rewards(svc.url)
         assert asyncio.run(r.outcome([["p"]], ["c"], trajectory=[trajectory(5)])) == [None]
