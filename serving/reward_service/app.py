@@ -33,7 +33,7 @@ def _refused(exc: Refused) -> JSONResponse:
 
 class BodyLimit:
     """Pure ASGI: 413 before reading a body whose Content-Length is too big, or as soon as a
-    streamed body passes the limit; also counts every request and its latency for /metrics."""
+    streamed (chunked) body passes the limit; also counts every request and its latency."""
 
     def __init__(self, app: Any, service: RewardService) -> None:
         self.app, self.service = app, service
@@ -49,33 +49,53 @@ class BodyLimit:
                 status["code"] = message["status"]
             await send(message)
 
+        headers = dict(scope["headers"])
         try:
-            length = int(dict(scope["headers"]).get(b"content-length", b"0") or 0)
+            length = int(headers[b"content-length"]) if b"content-length" in headers else None
         except ValueError:
-            length = 0
-        if length > limit:
-            await _error(413, "too_large", f"request body over {limit} bytes")(scope, receive, counted_send)
+            length = None
+        too_large = _error(413, "too_large", f"request body over {limit} bytes")
+        if length is not None and length > limit:
+            await too_large(scope, receive, counted_send)  # refused before a byte is read
+        elif length is None and scope.get("method") in ("POST", "PUT", "PATCH"):
+            body = await _read_bounded(receive, limit)  # streamed (chunked): buffer up to the limit
+            if body is None:
+                await too_large(scope, receive, counted_send)
+            else:
+                await self.app(scope, _replay(body), counted_send)
         else:
-            seen = {"n": 0}
-
-            async def limited_receive() -> dict:
-                message = await receive()
-                seen["n"] += len(message.get("body", b""))
-                if seen["n"] > limit:
-                    raise _TooLarge()
-                return message
-
-            try:
-                await self.app(scope, limited_receive, counted_send)
-            except _TooLarge:
-                await _error(413, "too_large", f"request body over {limit} bytes")(scope, receive, counted_send)
+            await self.app(scope, receive, counted_send)
         m = self.service.metrics
         m.requests.labels(endpoint=endpoint, status=str(status["code"])).inc()
         m.latency.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
 
 
-class _TooLarge(Exception):
-    pass
+async def _read_bounded(receive: Any, limit: int) -> bytes | None:
+    """The whole streamed body, or None as soon as it passes `limit`."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes) -> Any:
+    sent = {"done": False}
+
+    async def receive() -> dict:
+        if sent["done"]:
+            return {"type": "http.disconnect"}
+        sent["done"] = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
 
 
 def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardService | None = None) -> Any:

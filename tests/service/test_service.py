@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import subprocess
 import sys
 import threading
@@ -75,6 +76,13 @@ def test_errors_name_their_cause_and_paths_stay_under_the_media_root(judge, tmp_
         big = dict(t, screenshots=[{"step": 1, "timing": "after",
                                     "data_url": "data:image/png;base64," + base64.b64encode(b"x" * 20000).decode()}])
         assert httpx.post(f"{svc.url}/v1/verify", json={"trajectory": big}, timeout=60).status_code == 413
+        streamed = json.dumps({"trajectory": big}).encode()
+        chunked = httpx.post(f"{svc.url}/v1/verify", timeout=60, headers={"Content-Type": "application/json"},
+                             content=(streamed[i:i + 4096] for i in range(0, len(streamed), 4096)))
+        assert chunked.status_code == 413  # no Content-Length: cut off once past the limit
+        small = json.dumps({"trajectory": t}).encode()
+        assert httpx.post(f"{svc.url}/v1/verify", timeout=60, headers={"Content-Type": "application/json"},
+                          content=(small[i:i + 4096] for i in range(0, len(small), 4096))).status_code == 200
         bad = post(extra_field=1)
         assert bad.status_code == 422  # the request schema forbids unknown fields
     with Service(judge.url) as svc:  # no media root: no paths at all
