@@ -15,6 +15,7 @@ SUBCOMMANDS = [
     "verifier.cli.calibrate_cmd",
     "verifier.cli.view_cmd",
     "serving.cli",
+    "serving.reward_service.cli",
 ]
 
 

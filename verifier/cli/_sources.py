@@ -155,6 +155,26 @@ def iter_native_file(path: Path, rid: str, outside: bool = False) -> Iterator[It
 
 
 # ---- the scoring loop -------------------------------------------------------------------------
+async def score_one(rid: str, desc: str, thunk: Callable[[], Any],
+                    verify_one: Callable[[Any], Awaitable[Any]]) -> ScoreRecord:
+    """Load and verify one item; any failure becomes its unscored record (the per-row function
+    the local loop and the Ray actors share)."""
+    t0 = time.monotonic()
+    try:
+        traj = await asyncio.to_thread(thunk)
+        result = await verify_one(traj)
+        return ScoreRecord(id=rid, status="scored", source=desc, result=result,
+                           duration_s=time.monotonic() - t0)
+    except Unscored as exc:
+        err: BaseException = exc.error
+    except CuaVerifierError as exc:  # this trajectory only
+        err = exc
+    except Exception as exc:  # a bug must not stop hours of scoring; it is recorded, not scored
+        log.exception("unexpected error on %s", rid)
+        err = exc
+    return ScoreRecord.unscored(rid, err, source=desc, duration_s=time.monotonic() - t0)
+
+
 async def score_items(items: Iterable[Item], writer: ResultWriter,
                       verify_one: Callable[[Any], Awaitable[Any]], *, concurrency: int,
                       progress: bool = True, total: int | None = None, unit: str = "traj") -> dict[str, int]:
@@ -173,25 +193,9 @@ async def score_items(items: Iterable[Item], writer: ResultWriter,
     queue: asyncio.Queue = asyncio.Queue(maxsize=2 * concurrency)
     bar = tqdm(total=total, disable=not progress, unit=unit, dynamic_ncols=True, desc="scoring")
 
-    async def one(rid: str, desc: str, thunk: Callable[[], Any]) -> ScoreRecord:
-        t0 = time.monotonic()
-        try:
-            traj = await asyncio.to_thread(thunk)
-            result = await verify_one(traj)
-            return ScoreRecord(id=rid, status="scored", source=desc, result=result,
-                               duration_s=time.monotonic() - t0)
-        except Unscored as exc:
-            err: BaseException = exc.error
-        except CuaVerifierError as exc:  # this trajectory only
-            err = exc
-        except Exception as exc:  # a bug must not stop hours of scoring; it is recorded, not scored
-            log.exception("unexpected error on %s", rid)
-            err = exc
-        return ScoreRecord.unscored(rid, err, source=desc, duration_s=time.monotonic() - t0)
-
     async def worker() -> None:
         while (item := await queue.get()) is not None:
-            rec = await one(*item)
+            rec = await score_one(*item, verify_one)
             writer.write(rec)
             counts[rec.status] += 1
             bar.update(1)

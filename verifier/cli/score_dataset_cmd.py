@@ -27,6 +27,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from ..distributed.options import add_distributed_args
 from ..errors import ConfigError, TrajectoryError
 from ..records import ResultWriter, format_summary, summarize
 from ._options import add_scoring_args, settings_overrides
@@ -51,6 +52,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--limit", type=int, help="only the first N rollouts of the source")
     p.add_argument("--id-column",
                    help=f"row id column (default: first of {', '.join(ID_COLUMNS)}, else the row number)")
+    add_distributed_args(p)
     p.set_defaults(func=run)
 
 
@@ -180,6 +182,10 @@ async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
         session.judge_for_loop()  # a missing judge URL / model fails now, not per rollout
         outside = bool(settings.verifier.get("allow_outside_screenshots", False))
         items, total = open_source(args, settings.answer_tools, outside)
+        if getattr(args, "shard", None):
+            from ..distributed.shard import parse_shard, shard_items
+
+            items, total = shard_items(items, *parse_shard(args.shard)), None
         counts = await score_items(items, writer, verify_one,
                                    concurrency=args.concurrency or settings.max_concurrency,
                                    progress=not args.no_progress, total=total, unit="rollout")
@@ -199,7 +205,12 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
         return 2
     try:
         settings = settings or build_settings(args)
-        summary = asyncio.run(_main(args, settings))
+        if getattr(args, "ray", None) is not None:
+            from ..distributed.ray_backend import score_on_ray
+
+            summary = score_on_ray(args, settings)
+        else:
+            summary = asyncio.run(_main(args, settings))
     except (ConfigError, TrajectoryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
