@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from verifier.errors import CuaVerifierError
-from verifier.records import result_field
+from verifier.records import degraded_stages, result_field
 from verifier.trajectory import Trajectory
 
 from .adapters import build_trajectories
@@ -49,8 +49,7 @@ def too_degraded(result: Any, stages: frozenset[str] | set[str]) -> list[str]:
     Why: some fallbacks keep the pipeline going but leave a number the trainer must not trust
     (e.g. every rescoring run failed, so the process score is the agent's own claim).
     """
-    found = {str(result_field(d, "stage")) for d in (result_field(result, "degraded") or [])}
-    return sorted(found & set(stages))
+    return degraded_stages(result, stages)  # the one policy, shared with offline scoring
 
 
 class _UVReward:

@@ -20,6 +20,18 @@ CONFIG_HELP = (
 )
 
 
+#: One exit-status policy for `score` and `score-dataset` (also in README.md and each --help).
+EXIT_OK, EXIT_USAGE, EXIT_UNSCORED = 0, 2, 3
+EXIT_HELP = ("exit status: 0 every rollout scored; 3 some rollouts unscored (reasons in the summary; "
+             "rerunning the same command retries them); 2 bad usage, configuration or input, a missing "
+             "optional dependency, an unreachable judge or a results file in use (nothing scored).")
+
+
+def exit_status(counts: dict[str, int]) -> int:
+    """EXIT_UNSCORED when this run left any rollout unscored, else EXIT_OK."""
+    return EXIT_UNSCORED if counts.get("unscored") else EXIT_OK
+
+
 def add_scoring_args(p: argparse.ArgumentParser, *, default_concurrency: int) -> None:
     """The flags both scoring commands share."""
     p.add_argument("--judge-url", help="OpenAI-compatible base URL(s), comma-separated (default: CUA_JUDGE_URL)")
@@ -32,6 +44,7 @@ def add_scoring_args(p: argparse.ArgumentParser, *, default_concurrency: int) ->
                         f"{default_concurrency})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(default_concurrency=default_concurrency)
+    p.epilog = EXIT_HELP
 
 
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:

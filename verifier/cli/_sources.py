@@ -15,13 +15,14 @@ import asyncio
 import json
 import logging
 import os
+import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import CuaVerifierError, TrajectoryError
-from ..records import ResultWriter, ScoreRecord
+from ..records import ResultWriter, ScoreRecord, degraded_reason, degraded_stages
 
 log = logging.getLogger(__name__)
 
@@ -149,18 +150,23 @@ def iter_native_file(path: Path, rid: str) -> Iterator[Item]:
 # ---- the scoring loop -------------------------------------------------------------------------
 async def score_items(items: Iterable[Item], writer: ResultWriter,
                       verify_one: Callable[[Any], Awaitable[Any]], *, concurrency: int,
-                      progress: bool = True, total: int | None = None, unit: str = "traj") -> dict[str, int]:
+                      progress: bool = True, total: int | None = None, unit: str = "traj",
+                      none_if_degraded: Collection[str] = ()) -> dict[str, int]:
     """Score every item whose id is not already scored in `writer`; returns this run's counts.
 
     `verify_one(trajectory)` returns a result or raises (`Unscored(error)` for a failure it has
-    already handled); any failure becomes an unscored record with its reason.
+    already handled); any failure becomes an unscored record with its reason. A result that fell
+    back in a stage of `none_if_degraded` (the reward's setting: the reward would be None) is
+    recorded `unscored` with the result kept, so it is never averaged in and is retried on rerun.
     Items are pulled lazily (off the event loop) into a bounded queue, so a streamed dataset is
     never read ahead of the workers, and each record is written (fsync'ed) as soon as it is done.
     """
     from tqdm.auto import tqdm
 
     concurrency = max(1, concurrency)
-    done = writer.done_ids()
+    done = writer.done_ids()  # locks the log: a second run on the same file fails here, before any work
+    if (msg := writer.bad_lines_message()) is not None:
+        print(f"warning: {msg}", file=sys.stderr)
     counts = {"scored": 0, "unscored": 0, "skipped": 0}
     queue: asyncio.Queue = asyncio.Queue(maxsize=2 * concurrency)
     bar = tqdm(total=total, disable=not progress, unit=unit, dynamic_ncols=True, desc="scoring")
@@ -170,6 +176,9 @@ async def score_items(items: Iterable[Item], writer: ResultWriter,
         try:
             traj = await asyncio.to_thread(thunk)
             result = await verify_one(traj)
+            if weak := degraded_stages(result, none_if_degraded):
+                return ScoreRecord(id=rid, status="unscored", reason=degraded_reason(result, weak), source=desc,
+                                   result=result, duration_s=time.monotonic() - t0)
             return ScoreRecord(id=rid, status="scored", source=desc, result=result,
                                duration_s=time.monotonic() - t0)
         except Unscored as exc:

@@ -12,7 +12,8 @@ loaded or verified becomes an `unscored` record with its reason; nothing a singl
 can crash the run or lose finished work. Sources and the loop are shared with `score-dataset`
 (verifier/cli/_sources.py), and so are the judge/verifier flags and the --config format.
 
-Exit status: 0 all scored, 3 some unscored, 2 bad usage or configuration.
+Exit status (shared with `score-dataset`): 0 all scored, 3 some unscored, 2 bad usage,
+configuration or input, a missing dependency, an unreachable judge or a results file in use.
 """
 from __future__ import annotations
 
@@ -22,12 +23,12 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, JudgeUnavailableError
-from ._options import add_scoring_args, check_known_keys, concurrency_of, settings_overrides
+from ._options import add_scoring_args, check_known_keys, concurrency_of, exit_status, settings_overrides
 from ._sources import Item, display_path, iter_path
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ def build_config(args: argparse.Namespace) -> Any:
     args.settings = settings_overrides(args)
     check_known_keys(args.settings)
     concurrency_of(args.settings, args)  # a bad value is a usage error now, not mid-run
+    none_if_degraded_of(args.settings)
     try:
         return VerifierConfig(**args.settings.get("verifier", {}))
     except ValueError as exc:
@@ -79,8 +81,10 @@ def build_judge(args: argparse.Namespace) -> Any:
 
 
 async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *, concurrency: int = 4,
-                    progress: bool = True) -> dict[str, int]:
-    """Score every item whose id is not already scored in `out`; returns this run's counts."""
+                    progress: bool = True, none_if_degraded: Collection[str] | None = None) -> dict[str, int]:
+    """Score every item whose id is not already scored in `out`; returns this run's counts.
+
+    `none_if_degraded`: the reward's setting (None: its default); such results are `unscored`."""
     from ..cache import StageCache
     from ..pipeline import verify
     from ..records import ResultWriter
@@ -92,9 +96,23 @@ async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *
         return await verify(traj, config, judge=judge, cache=cache)
 
     try:
-        return await score_items(items, writer, verify_one, concurrency=concurrency, progress=progress)
+        if none_if_degraded is None:
+            none_if_degraded = none_if_degraded_of({})
+        return await score_items(items, writer, verify_one, concurrency=concurrency, progress=progress,
+                                 none_if_degraded=none_if_degraded)
     finally:
         writer.close()
+
+
+def none_if_degraded_of(settings: dict[str, Any]) -> frozenset[str]:
+    """`none_if_degraded` from --config, else the reward's default: one policy for both paths."""
+    from reward.settings import RewardSettings
+
+    value = {"none_if_degraded": settings["none_if_degraded"]} if "none_if_degraded" in settings else {}
+    try:
+        return RewardSettings.model_validate(value).none_if_degraded
+    except ValueError as exc:
+        raise ConfigError(f"invalid none_if_degraded: {exc}") from exc
 
 
 def _judge_configured(args: argparse.Namespace) -> bool:
@@ -149,14 +167,19 @@ def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
         try:
             return await score_all(iter_items(args.paths), Path(args.out), judge, config,
                                    concurrency=concurrency_of(args.settings, args),
-                                   progress=not args.no_progress)
+                                   progress=not args.no_progress,
+                                   none_if_degraded=none_if_degraded_of(args.settings))
         finally:
             await judge.aclose()
 
-    counts = asyncio.run(main())
+    try:
+        counts = asyncio.run(main())
+    except ConfigError as exc:  # e.g. the results log is in use by another run
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from ..records import ResultWriter, format_summary, summarize
 
     print(f"this run: scored {counts['scored']}, unscored {counts['unscored']}, skipped (already scored) "
           f"{counts['skipped']} -> {args.out}")
     print(format_summary(summarize(ResultWriter(args.out).records())))
-    return 3 if counts["unscored"] else 0
+    return exit_status(counts)

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import ConfigError, TrajectoryError
 from ..records import ResultWriter, format_summary, summarize
-from ._options import add_scoring_args, settings_overrides
+from ._options import add_scoring_args, exit_status, settings_overrides
 from ._sources import Item, Unscored, iter_path, score_items
 
 log = logging.getLogger(__name__)
@@ -67,8 +67,11 @@ def _is_native_jsonl(path: Path) -> bool:
 
 
 def iter_folder(root: Path) -> Iterator[Item]:
-    """Each trajectory under `root` (or `root` itself), keyed by its path relative to `root`."""
-    return iter_path(root, lambda child: "." if child == root else child.relative_to(root).as_posix())
+    """Each trajectory under `root` (or `root` itself), keyed by its path relative to `root`.
+
+    `root` itself (one trajectory folder or file) is keyed by its name (`runs.jsonl#0`), not "."."""
+    return iter_path(root, lambda child: (root.resolve().name or ".") if child == root
+                     else child.relative_to(root).as_posix())
 
 
 def row_to_trajectory(row: dict[str, Any], source: str, answer_tools: Sequence[str] | None = None) -> Any:
@@ -177,7 +180,8 @@ async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
         items, total = open_source(args, settings.answer_tools)
         counts = await score_items(items, writer, verify_one,
                                    concurrency=args.concurrency or settings.max_concurrency,
-                                   progress=not args.no_progress, total=total, unit="rollout")
+                                   progress=not args.no_progress, total=total, unit="rollout",
+                                   none_if_degraded=settings.none_if_degraded)
     finally:
         await session.aclose()
         writer.close()
@@ -202,4 +206,4 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
     print(f"this run: scored {c['scored']}, unscored {c['unscored']}, already done {c['skipped']}")
     print(format_summary(summary))
     print(f"results: {args.out}")
-    return 0
+    return exit_status(c)
