@@ -82,6 +82,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def build_rewards(args: argparse.Namespace):
     """The process and outcome rewards, sharing one settings object (so one session and cache)."""
     from reward import RewardSettings, make_uv_rewards
+    from verifier.settings import split_urls
 
     data = {}
     if args.verifier_config:
@@ -91,7 +92,7 @@ def build_rewards(args: argparse.Namespace):
         data["judge_factory"] = "verifier.testing.ScriptedJudge"
     judge = dict(data.pop("judge", None) or {})
     if args.judge_url:
-        judge["base_urls"] = [u.strip() for u in args.judge_url.split(",") if u.strip()]
+        judge["base_urls"] = split_urls(args.judge_url)
     if args.judge_model:
         judge["model"] = args.judge_model
     return make_uv_rewards(RewardSettings.from_env(judge=judge, **data))

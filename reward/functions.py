@@ -21,6 +21,7 @@ from typing import Any
 
 from verifier.errors import CuaVerifierError
 from verifier.records import degraded_stages, result_field
+from verifier.settings import split_urls
 from verifier.trajectory import Trajectory
 
 from .adapters import build_trajectories
@@ -66,8 +67,7 @@ class _UVReward:
             base.update(overrides)
             judge = dict(base.get("judge") or {})
             if judge_url is not None:
-                urls = judge_url.split(",") if isinstance(judge_url, str) else judge_url
-                judge["base_urls"] = [u.strip() for u in urls if u.strip()]
+                judge["base_urls"] = split_urls(judge_url)
             if model is not None:
                 judge["model"] = model
             base["judge"] = judge

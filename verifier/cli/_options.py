@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from ..errors import ConfigError
+from ..settings import split_urls
 
 CONFIG_HELP = (
     'JSON settings file. Either reward-settings shaped, {"verifier": {"votes": 3}, "judge": {"timeout_s": '
@@ -59,7 +60,7 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
     if args.top_k is not None:
         verifier["top_k"] = args.top_k
     if args.judge_url:
-        judge["base_urls"] = [u.strip() for u in args.judge_url.split(",") if u.strip()]
+        judge["base_urls"] = split_urls(args.judge_url)
     if args.model:
         judge["model"] = args.model
     if args.concurrency is not None:

@@ -90,6 +90,7 @@ async def _score(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..judge import make_judge
     from ..judge.config import JudgeConfig
+    from ..settings import split_urls
 
     names = [n.strip() for n in args.verifiers.split(",") if n.strip()]
     uv_config = None
@@ -106,7 +107,7 @@ async def _score(args: argparse.Namespace) -> int:
     fns = {n: verifier_fn(n, config=uv_config, options=options.get(n)) for n in names}  # fail before downloading
     overrides = {}
     if args.judge_url:
-        overrides["base_urls"] = [u.strip() for u in args.judge_url.split(",") if u.strip()]
+        overrides["base_urls"] = split_urls(args.judge_url)
     if args.model:
         overrides["model"] = args.model
     try:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import subprocess
 import sys
 from collections.abc import Collection, Iterable, Iterator
@@ -71,10 +70,6 @@ def build_judge(args: argparse.Namespace) -> Any:
     overrides: dict[str, Any] = dict((getattr(args, "settings", None) or {}).get("judge") or {})
     if getattr(args, "demo_judge", False):  # a random-weight model fills every bounded string: give its replies room, keep images small
         overrides.update(sampling=Sampling(max_tokens=8192), image_max_side=224)
-    if args.judge_url:
-        overrides["base_urls"] = [u.strip() for u in args.judge_url.split(",") if u.strip()]
-    if args.model:
-        overrides["model"] = args.model
     if key_env := getattr(args, "judge_api_key_env", None):  # the demo judge's own key, never the user's
         overrides["api_key_env"] = key_env
     return make_judge(JudgeConfig.from_env(**overrides))
@@ -116,8 +111,10 @@ def none_if_degraded_of(settings: dict[str, Any]) -> frozenset[str]:
 
 
 def _judge_configured(args: argparse.Namespace) -> bool:
+    from ..settings import env_settings
+
     from_file = ((getattr(args, "settings", None) or {}).get("judge") or {}).get("base_urls")
-    return bool(args.judge_url or from_file or os.environ.get("CUA_JUDGE_URL"))
+    return bool(args.judge_url or from_file or env_settings().judge_url)
 
 
 def start_demo(args: argparse.Namespace) -> Any:
@@ -133,6 +130,8 @@ def start_demo(args: argparse.Namespace) -> Any:
           file=sys.stderr)
     demo = start_demo_judge()
     args.judge_url, args.model = demo.base_url, demo.model
+    judge = (getattr(args, "settings", None) or {}).setdefault("judge", {})
+    judge.update(base_urls=[demo.base_url], model=demo.model)
     args.judge_api_key_env = getattr(demo, "api_key_env", None)
     print(f"demo judge ready at {demo.base_url} (log: {demo.log_path})", file=sys.stderr)
     return demo
