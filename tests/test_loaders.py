@@ -11,8 +11,13 @@ import pytest
 from PIL import Image
 
 from verifier.errors import ScreenshotError, TrajectoryError
-from verifier.loaders import (detect_format, iter_cuavb_dataset, load_cuavb_row, load_trajectories,
-                              load_trajectory)
+from verifier.loaders import (
+    detect_format,
+    iter_cuavb_dataset,
+    load_cuavb_row,
+    load_trajectories,
+    load_trajectory,
+)
 from verifier.trajectory import RunStatus, Trajectory
 
 FARA = "trajectories/fara-alltrails-find-23"

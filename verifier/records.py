@@ -24,11 +24,14 @@ import time
 from collections import Counter
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self needs Python 3.11
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +164,7 @@ class ResultWriter:
             self._fh.close()
             self._fh = None
 
-    def __enter__(self) -> ResultWriter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -10,7 +10,6 @@ from verifier.errors import JudgeUnavailableError
 from verifier.result import RESULT_SCHEMA_VERSION
 from verifier.testing import ScriptedJudge
 
-
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "trajectories"
 
 

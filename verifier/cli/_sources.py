@@ -18,6 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -112,8 +113,12 @@ def _guarded(trajs: Iterable[Any], rid: str, source: str) -> Iterator[Item]:
         except Exception as exc:  # noqa: BLE001 - a broken file must not stop the other sources
             yield failing(f"{rid}#{k}", source, exc)
             return
-        yield f"{rid}#{k}", source, (lambda t=traj: t)
+        yield f"{rid}#{k}", source, partial(_same, traj)
         k += 1
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def iter_native_file(path: Path, rid: str) -> Iterator[Item]:
@@ -127,6 +132,7 @@ def iter_native_file(path: Path, rid: str) -> Iterator[Item]:
         yield failing(f"{rid}#0", str(path), TrajectoryError(f"cannot read trajectory file: {exc}",
                                                             file=str(path)))
         return
+    lines: list[tuple[int | None, str]]
     if path.suffix.lower() == ".jsonl":
         lines = [(no, line) for no, line in enumerate(text.splitlines(), start=1) if line.strip()]
     else:
@@ -143,7 +149,7 @@ def iter_native_file(path: Path, rid: str) -> Iterator[Item]:
             continue
         for record in data if (no is None and isinstance(data, list)) else [data]:
             yield (f"{rid}#{k}", str(path) if no is None else f"{path}:{no}",
-                   lambda r=record, n=no: load_native_record(r, base_dir=base, file=str(path), line=n))
+                   partial(load_native_record, record, base_dir=base, file=str(path), line=no))
             k += 1
 
 
@@ -205,8 +211,8 @@ async def score_items(items: Iterable[Item], writer: ResultWriter,
         if not task.done():
             task.cancel()
             for w in workers:
-                if w.done() and w.exception() is not None:
-                    raise w.exception()
+                if w.done() and (error := w.exception()) is not None:
+                    raise error
             raise RuntimeError("scoring workers stopped early")
 
     workers = [asyncio.create_task(worker()) for _ in range(concurrency)]

@@ -45,10 +45,12 @@ def run(args: argparse.Namespace) -> int:
             trajs = islice(trajs, args.limit)
         if args.write_native:
             out = open(args.write_native, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        written = 0
         for n, traj in enumerate(trajs):
             info = summarise(traj)
             if out is not None:
                 out.write(to_native(traj, embed=args.embed_images) + "\n")
+                written += 1
             if args.json:
                 print(json.dumps(info, ensure_ascii=False))
             else:
@@ -64,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if out is not None:
             out.close()
+    if out is not None:  # on stderr: stdout stays the summary (JSON lines with --json)
+        shots = "screenshots embedded" if args.embed_images else "screenshots by path"
+        print(f"wrote {written} trajectory record(s) in the native format to {args.write_native} ({shots})",
+              file=sys.stderr)
     return 0
 
 

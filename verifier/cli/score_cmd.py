@@ -72,7 +72,11 @@ def build_judge(args: argparse.Namespace) -> Any:
         overrides.update(sampling=Sampling(max_tokens=8192), image_max_side=224)
     if key_env := getattr(args, "judge_api_key_env", None):  # the demo judge's own key, never the user's
         overrides["api_key_env"] = key_env
-    return make_judge(JudgeConfig.from_env(**overrides))
+    from ._preflight import check_judge
+
+    judge = make_judge(JudgeConfig.from_env(**overrides))
+    check_judge(judge)  # unreachable or wrong key: one clear line now, not minutes of retries
+    return judge
 
 
 async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *, concurrency: int = 4,

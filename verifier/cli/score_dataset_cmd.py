@@ -23,13 +23,15 @@ import json
 import logging
 import sys
 from collections.abc import Iterator, Sequence
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, TrajectoryError
+from ..errors import ConfigError, JudgeUnavailableError, TrajectoryError
 from ..records import ResultWriter, format_summary, summarize
 from ._options import add_scoring_args, exit_status, settings_overrides
+from ._preflight import check_judge, require
 from ._sources import Item, Unscored, iter_path, score_items
 
 log = logging.getLogger(__name__)
@@ -124,7 +126,7 @@ def iter_rows(ds: Any, source: str, id_column: str | None,
         n = seen[rid] = seen.get(rid, 0) + 1
         rid = rid if n == 1 else f"{rid}#{n}"  # repeated ids stay distinct, deterministically
         desc = f"{source} row {i}"
-        yield rid, desc, lambda r=row, d=desc: row_to_trajectory(r, d, answer_tools)
+        yield rid, desc, partial(row_to_trajectory, row, desc, answer_tools)
 
 
 def open_source(args: argparse.Namespace, answer_tools: Sequence[str] | None = None,
@@ -176,7 +178,8 @@ async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
         return outcome.result
 
     try:
-        session.judge_for_loop()  # a missing judge URL / model fails now, not per rollout
+        judge = session.judge_for_loop()  # a missing judge URL / model fails now, not per rollout
+        await asyncio.to_thread(check_judge, judge)  # ... and so does an unreachable judge
         items, total = open_source(args, settings.answer_tools)
         counts = await score_items(items, writer, verify_one,
                                    concurrency=args.concurrency or settings.max_concurrency,
@@ -192,14 +195,26 @@ async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
     return {"this_run": counts, **summarize(writer.records())}
 
 
+def check_dependencies(args: argparse.Namespace) -> None:
+    """Optional packages this run will need, checked before any scoring (one line naming the extra)."""
+    path = Path(args.source)
+    if Path(args.out).suffix == ".parquet":
+        require("score-dataset --out *.parquet", "bench", "pyarrow")
+    native = path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl")
+                               and _is_native_jsonl(path))
+    if not native:
+        require(f"score-dataset on {args.source} (a data file or hub dataset)", "bench", "datasets")
+
+
 def run(args: argparse.Namespace, settings: Any = None) -> int:
     if Path(args.out).suffix not in (".parquet", ".jsonl"):
         print("error: --out must end in .parquet or .jsonl", file=sys.stderr)
         return 2
     try:
+        check_dependencies(args)
         settings = settings or build_settings(args)
         summary = asyncio.run(_main(args, settings))
-    except (ConfigError, TrajectoryError) as exc:
+    except (ConfigError, TrajectoryError, JudgeUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     c = summary["this_run"]

@@ -20,8 +20,14 @@ from typing import Any
 
 from ..errors import TrajectoryError
 from ..trajectory import Screenshot, Task, Trajectory
-from ._common import (NO_ANSWER, answer_or_none, check_screenshots, decode_text, infer_status,
-                      place_screenshots)
+from ._common import (
+    NO_ANSWER,
+    answer_or_none,
+    check_screenshots,
+    decode_text,
+    infer_status,
+    place_screenshots,
+)
 from .websurfer_log import parse_web_surfer_log
 
 REQUIRED = ("task_id", "instruction", "web_surfer_log", "screenshots")

@@ -23,8 +23,15 @@ from typing import Any
 
 from ..errors import TrajectoryError
 from ..trajectory import Screenshot, Task, Trajectory
-from ._common import (NO_ANSWER, answer_or_none, check_screenshots, infer_status, place_screenshots,
-                      read_json, read_text)
+from ._common import (
+    NO_ANSWER,
+    answer_or_none,
+    check_screenshots,
+    infer_status,
+    place_screenshots,
+    read_json,
+    read_text,
+)
 from .task_file import lookup_task, normalise_task_entry
 from .websurfer_log import parse_web_surfer_log
 
