@@ -225,3 +225,25 @@ def test_rounds_in_the_readme_match_the_pipeline():
     text = " ".join((REPO / "README.md").read_text().split())
     assert "with the defaults 6 when no conditional criterion is left undecided" in text
     assert "7 when the conditions call runs" in text
+
+
+@pytest.mark.parametrize("status", [404, 405, 501, 503])
+def test_any_http_answer_counts_as_reachable(status, capsys):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        check_judge(make_judge(JudgeConfig(base_urls=[f"http://127.0.0.1:{srv.server_address[1]}/v1"],
+                                           model="m")))
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert ("HTTP 503" in capsys.readouterr().err) == (status == 503)

@@ -36,9 +36,9 @@ def _missing(module: str) -> bool:
 def check_judge(judge: Any, *, timeout_s: float = HEALTH_TIMEOUT_S) -> None:
     """GET <base_url>/models on each endpoint of an HTTP judge (others are skipped).
 
-    Raises JudgeUnavailableError when no endpoint answers, or every one rejects the API key; an
-    endpoint that is down while another answers is reported on stderr and left to the client's
-    failover."""
+    Raises JudgeUnavailableError when no endpoint answers (refused, timed out, unresolvable), or
+    every one rejects the API key; an endpoint that is down while another answers is reported on
+    stderr and left to the client's failover. Any other HTTP answer counts as reachable."""
     from ..judge.config import JudgeConfig
 
     config = getattr(judge, "config", None)
@@ -66,11 +66,14 @@ def _probe(base_url: str, api_key: str, timeout_s: float) -> str | None:
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             return f"HTTP {exc.code}: the API key was rejected (check the variable named by api_key_env)"
-        if exc.code == 404 or exc.code < 500:
-            return None  # it is up; some providers do not list models
-        return f"HTTP {exc.code}"
+        if exc.code >= 500 and exc.code != 501:
+            print(f"warning: judge {base_url} answered HTTP {exc.code} to GET /models; scoring anyway "
+                  "(the client retries server errors)", file=sys.stderr)
+        return None  # something answers there (some servers do not list models, or not over GET)
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         return f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) else reason
-    except ValueError:
-        return "answered, but not with JSON (is this an OpenAI-compatible /v1 URL?)"
+    except ValueError:  # e.g. an HTML page from a proxy: reachable, but say so
+        print(f"warning: judge {base_url} answered GET /models with something that is not JSON "
+              "(is this an OpenAI-compatible /v1 URL?)", file=sys.stderr)
+        return None

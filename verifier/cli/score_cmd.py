@@ -134,8 +134,9 @@ def start_demo(args: argparse.Namespace) -> Any:
           file=sys.stderr)
     demo = start_demo_judge()
     args.judge_url, args.model = demo.base_url, demo.model
-    judge = (getattr(args, "settings", None) or {}).setdefault("judge", {})
-    judge.update(base_urls=[demo.base_url], model=demo.model)
+    if getattr(args, "settings", None) is None:
+        args.settings = {}
+    args.settings.setdefault("judge", {}).update(base_urls=[demo.base_url], model=demo.model)
     args.judge_api_key_env = getattr(demo, "api_key_env", None)
     print(f"demo judge ready at {demo.base_url} (log: {demo.log_path})", file=sys.stderr)
     return demo
