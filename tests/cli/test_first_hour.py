@@ -247,3 +247,14 @@ def test_any_http_answer_counts_as_reachable(status, capsys):
         srv.shutdown()
         srv.server_close()
     assert ("HTTP 503" in capsys.readouterr().err) == (status == 503)
+
+
+def test_parquet_inputs_without_pyarrow_name_the_extra(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    data = tmp_path / "bench.parquet"
+    data.write_bytes(b"PAR1")
+    assert main(["inspect", str(data)]) == 2
+    assert "pip install 'cua-verifier[bench]'" in capsys.readouterr().err
+    assert main(["score", str(data), "--out", str(tmp_path / "o.jsonl"), "--judge-url", _dead_url(),
+                 "--model", "m"]) == 2
+    assert "pyarrow" in capsys.readouterr().err and not (tmp_path / "o.jsonl").exists()

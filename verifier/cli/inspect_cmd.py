@@ -40,6 +40,15 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     out = None
     try:
+        if args.format == "cuavb-parquet" or str(args.path).lower().endswith(".parquet"):
+            from ..errors import ConfigError
+            from ._preflight import require
+
+            try:
+                require("reading a .parquet file", "bench", "pyarrow")
+            except ConfigError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
         trajs = load_trajectories(args.path, format=args.format)
         if args.limit > 0:
             trajs = islice(trajs, args.limit)

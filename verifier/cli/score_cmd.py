@@ -145,6 +145,10 @@ def start_demo(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     demo = None
     try:
+        if any(str(p).lower().endswith(".parquet") for p in args.paths):
+            from ._preflight import require
+
+            require("score on a .parquet file", "bench", "pyarrow")
         config = build_config(args)
         if not _judge_configured(args) and not args.no_demo:
             demo = start_demo(args)
