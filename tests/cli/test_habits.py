@@ -2,7 +2,7 @@
 over the core package (`verifier/`, config in pyproject `[tool.mypy]`). Both fail on any finding.
 
 Both are fast when warm (ruff well under a second; mypy reuses `.mypy_cache`, a few seconds); a
-cold mypy run over the core package takes about 17 s of CPU.
+cold mypy run over the core package takes about 9 s of CPU (large third-party packages are skipped, see pyproject).
 """
 from __future__ import annotations
 
