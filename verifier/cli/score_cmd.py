@@ -9,7 +9,8 @@ skips ids already scored and retries unscored ones. The id is the trajectory's p
 shown relative to the current folder when under it (so `score x`, `score ./x` and `score /abs/x`
 share one id), plus `#k` inside multi-record files. A trajectory, file or JSONL line that cannot be
 loaded or verified becomes an `unscored` record with its reason; nothing a single trajectory does
-can crash the run or lose finished work. Sources and the loop are shared with `score-dataset`
+can crash the run or lose finished work. The results log is locked while a run writes it: a second
+run on the same --out stops at once (exit 2). Sources and the loop are shared with `score-dataset`
 (verifier/cli/_sources.py), and so are the judge/verifier flags and the --config format.
 
 Exit status (shared with `score-dataset`): 0 all scored, 3 some unscored, 2 bad usage,
