@@ -134,6 +134,19 @@ class ResultWriter:
             self._repair_tail()
         return self._fh
 
+    def check_free(self) -> None:
+        """Raise ResultsInUseError now if another run holds the log (a cheap early check, e.g.
+        before starting a demo judge); the lock itself is taken by `done_ids()` / `write()`."""
+        if self._fh is not None or not self.path.exists():
+            return
+        with open(self.path, "rb") as fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ResultsInUseError(f"{self.path} is in use by another scoring run: wait for it to "
+                                        "finish, or pass a different --out") from None
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
     def _repair_tail(self) -> None:
         """Drop a torn last line (a crash mid-write) so new records start on a clean line."""
         if self._repaired or not self.path.exists():

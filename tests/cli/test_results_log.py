@@ -67,7 +67,7 @@ def test_second_run_on_the_same_out_fails_fast(tmp_path, scripted, capsys):
     try:
         assert main(["score", str(runs), "--out", str(out), *JUDGE]) == 2
         assert "in use by another scoring run" in capsys.readouterr().err
-        assert out.read_text() == "" and scripted[0].requests == []  # nothing scored, nothing written
+        assert out.read_text() == "" and scripted == []  # stopped before a judge was even built
     finally:
         holder.close()
     assert main(["score", str(runs), "--out", str(out), *JUDGE]) == 0  # released: runs normally
@@ -96,3 +96,19 @@ def test_in_use_is_a_config_error_for_the_cli():
     from verifier.errors import ConfigError
 
     assert issubclass(ResultsInUseError, ConfigError)
+
+
+def test_in_use_is_found_before_a_demo_judge_is_started(tmp_path, monkeypatch, capsys):
+    import serving.demo as demo_mod
+
+    monkeypatch.delenv("CUA_JUDGE_URL", raising=False)
+    started = []
+    monkeypatch.setattr(demo_mod, "start_demo_judge", lambda **kw: started.append(kw))
+    out = tmp_path / "r.jsonl"
+    holder = ResultWriter(out)
+    holder.done_ids()
+    try:
+        assert main(["score", str(_runs(tmp_path)), "--out", str(out), "--no-progress"]) == 2
+    finally:
+        holder.close()
+    assert started == [] and "in use by another scoring run" in capsys.readouterr().err

@@ -151,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
 
             require("score on a .parquet file", "bench", "pyarrow")
         config = build_config(args)
+        from ..records import ResultWriter
+
+        ResultWriter(args.out).check_free()  # before minutes of demo start-up, not after
         if not _judge_configured(args) and not args.no_demo:
             demo = start_demo(args)
         args.demo_judge = demo is not None
