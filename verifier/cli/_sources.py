@@ -212,7 +212,8 @@ async def score_items(items: Iterable[Item], writer: ResultWriter,
 
     async def worker() -> None:
         while (item := await queue.get()) is not None:
-            rec = await score_one(*item, verify_one, none_if_degraded)
+            rid, desc, thunk = item
+            rec = await score_one(rid, desc, thunk, verify_one, none_if_degraded)
             writer.write(rec)
             counts[rec.status] += 1
             bar.update(1)

@@ -51,7 +51,11 @@ def _loaders(args: argparse.Namespace) -> Iterator[Callable[[], Trajectory]]:
             yield thunk
     else:
         for traj in load_trajectories(args.path, format=args.format, allow_outside_screenshots=outside):
-            yield lambda t=traj: t
+            yield _given(traj)
+
+
+def _given(traj: Trajectory) -> Callable[[], Trajectory]:
+    return lambda: traj
 
 
 def run(args: argparse.Namespace) -> int:
