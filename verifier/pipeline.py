@@ -13,7 +13,8 @@ Rounds (each a set of concurrent calls; the numbers are the worst case):
 
 So `usage.rounds <= 8`, and calls = 1 + A + ceil(D/b) + 1 + S + C + V + 1 + V + 2*diag (see
 README.md, "Call count and rounds"). Stages the run can do without degrade (listed in `result.degraded`); the
-rubric, and rescoring *and* action scoring both failing, or every outcome vote failing, raise
+rubric, and rescoring *and* action scoring both failing, or outcome votes too few to decide a
+strict majority of V (`JudgeUndecidedError`; all failing raises the vote's own error), raise
 the judge's `JudgeError`.
 """
 from __future__ import annotations
@@ -41,7 +42,6 @@ from .scoring import (
     apply_penalties,
     hallucination_suspected,
     median_index,
-    outcome_success,
     process_success,
     rubric_score,
 )
@@ -173,7 +173,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     votes, ok = await _votes(r, out_call, images, d_resc + 1)
     effects: SideEffects | None = await side_task
     forced = side_effects.forced_failures(effects)
-    success = outcome_success(votes, forced_failure=bool(forced))
+    success = outcome.decide(r, votes, forced_failure=bool(forced))  # undecided votes raise
     chosen = next((v for v in ok if v.success == success), ok[0])
     reasoning = (f"[forced failure: {'; '.join(forced)}] " if forced else "") + chosen.reasoning
 
