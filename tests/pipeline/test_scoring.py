@@ -5,9 +5,8 @@ import pytest
 from pipeline_helpers import make_traj
 
 from verifier.config import VerifierConfig
-from verifier.errors import JudgeUndecidedError, JudgeUnavailableError
+from verifier.errors import JudgeUnavailableError, JudgeUndecidedError
 from verifier.pipeline import verify
-
 from verifier.scoring import CriterionPoints as P
 from verifier.scoring import (
     apply_penalties,
