@@ -280,3 +280,22 @@ async def test_result_without_process_score_gives_none_for_process_rewards_only(
     assert await UVProcessReward(s)(prompts, completions, task_id=task_ids) == [None, None]
     assert await UVCombinedReward(s)(prompts, completions, task_id=task_ids) == [None, None]
     assert await UVOutcomeReward(s)(prompts, completions, task_id=task_ids) == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("depth", [300, 1_200, 100_000])
+async def test_deeply_nested_policy_arguments_give_none_for_that_row_only(depth):
+    """Issue 14 defect 2 at the TRL boundary: the reward call returns (never raises), the deep row
+    is None with its reason logged, the other rows are scored exactly as usual."""
+    prompts, completions, task_ids = batch(1, 3)
+    deep = '{"a": ' * depth + "1" + "}" * depth
+    completions[1][0]["tool_calls"] = [{"type": "function", "function": {"name": "click", "arguments": deep}}]
+    rec = Recorder()
+    p, o = make_uv_rewards(settings())[:2]
+    kw = dict(task_id=task_ids, log_metric=rec.log_metric, log_extra=rec.log_extra)
+    proc, outc = await asyncio.gather(p(prompts, completions, **kw), o(prompts, completions, **kw))
+    assert proc == pytest.approx([0.1, None, 0.3]) and outc == [1.0, None, 1.0]
+    assert len(reward_fakes.CALLS) == 2  # the deep row never reached the verifier
+    assert rec.metrics["uv_process/invalid_input_rate"] == [pytest.approx(1 / 3)]
+    assert rec.metrics["uv_process/judge_unavailable_rate"] == [0.0]
+    reason = rec.extra["uv_outcome/outcome_reasoning"][1]
+    assert reason.startswith("unscored: TrajectoryError:") and "nested deeper than 32 levels" in reason
