@@ -37,6 +37,14 @@ def status(code: int, **extra: Any) -> Action:
     return {"status": code, **extra}
 
 
+def echo(body: dict) -> Action:
+    """A schema-valid reply to any structured request (the echo judge's smallest instance), so
+    the real pipeline runs against this server; use as ``server.default = echo``."""
+    from reward.echo_judge import minimal_instance
+
+    return ok(json.dumps(minimal_instance(body["response_format"]["json_schema"]["schema"])))
+
+
 def fault(kind: str, **extra: Any) -> Action:
     """A fault injected on the wire (see the module docstring); `extra` as for `ok`/`status`."""
     kinds = {"reset": {"reset": True}, "hang": {"hang": True},

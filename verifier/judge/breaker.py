@@ -5,8 +5,8 @@ a refused port, up to 5 x ``timeout_s`` against one that accepts and never answe
 rollout of every reward batch pays it again. With it, ``failures`` consecutive transport failures
 of an endpoint *open* its circuit: requests to it are refused at once (the caller gets
 `JudgeCircuitOpenError`, the reward `None`). After ``cooldown_s`` the circuit is *half-open*: one
-request at a time goes through as a probe; its success closes the circuit, its failure opens it
-for another cool-down.
+request at a time goes through as a probe (callers meanwhile wait for its answer, see
+`EndpointPool`); its success closes the circuit, its failure opens it for another cool-down.
 
 What counts: connection errors, timeouts, 5xx and malformed 200 replies are failures; any other
 HTTP answer (including 4xx and 429, which prove the server is up) is a success and resets the
@@ -44,6 +44,12 @@ class CircuitBreaker:
         if self._state == "open" and self._clock() - self._opened_at >= self.cooldown_s:
             self._state, self._probing = "half_open", False
         return self._state
+
+    @property
+    def probing(self) -> bool:
+        """Half-open with its probe in flight: the answer comes soon, wait for it instead of failing."""
+        with self._lock:
+            return self._current() == "half_open" and self._probing
 
     def acquire(self) -> bool:
         """May a request be sent now? In the half-open state only one probe is in flight at a time."""

@@ -39,6 +39,8 @@ from .config import JudgeConfig
 log = logging.getLogger("cua_verifier.judge")
 
 _RETRYABLE_STATUS = {408, 409, 429}
+#: How often a caller re-checks a half-open endpoint whose probe is in flight.
+PROBE_POLL_S = 0.02
 
 
 class MalformedReply(Exception):
@@ -196,13 +198,24 @@ class EndpointPool:
         response = None
         async for attempt in retrying:  # CircuitOpen is not transient: it ends the loop at once
             with attempt:
-                endpoint = self.pick(avoid[0])
+                endpoint = await self._acquire(avoid[0])
                 try:
                     response = await self._once(endpoint, request, tally)
                 except openai.APIConnectionError:  # refused or timed out: try another replica next
                     avoid[0] = endpoint.url
                     raise
         return response
+
+    async def _acquire(self, avoid: str | None) -> Endpoint:
+        """`pick`, but while an endpoint's probe is in flight wait for its verdict rather than fail:
+        when a judge comes back, the calls queued behind the probe go through instead of failing."""
+        while True:
+            try:
+                return self.pick(avoid)
+            except CircuitOpen:
+                if not any(b.probing for b in self.breakers.values()):
+                    raise
+            await asyncio.sleep(PROBE_POLL_S)
 
     async def _once(self, endpoint: Endpoint, request: dict[str, Any], tally: Tally) -> Any:
         """One HTTP request on an endpoint whose breaker granted it; tells the breaker how it went."""
