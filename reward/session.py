@@ -28,11 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verifier.errors import ConfigError, CuaVerifierError, JudgeDeadlineError, TrajectoryError
+from verifier.judge.deadline import deadline_at
 from verifier.trajectory import Trajectory
 
 from .settings import RewardSettings, resolve
 
 log = logging.getLogger(__name__)
+#: After a deadline, how long in-flight work may take to end by its own timeout before it is cancelled.
+DEADLINE_GRACE_S = 0.25
 
 
 @dataclass
@@ -211,8 +214,12 @@ class VerifierSession:
         return err
 
     async def _run(self, st: _LoopState, traj: Trajectory, deadline: float | None) -> Outcome:
+        """`_run_now` within `deadline`: judge requests time out by it (`deadline_at`: the breaker
+        counts them), and a moment later anything still running is cancelled."""
+        limit = None if deadline is None else _remaining(deadline) + DEADLINE_GRACE_S
         try:
-            return await asyncio.wait_for(self._run_now(st, traj), _remaining(deadline))
+            with deadline_at(deadline):  # the task wait_for creates copies this context
+                return await asyncio.wait_for(self._run_now(st, traj), limit)
         except asyncio.TimeoutError:
             if deadline is None or asyncio.get_running_loop().time() < deadline:
                 raise  # not our budget: a TimeoutError the verifier let out (strict mode)
@@ -223,6 +230,8 @@ class VerifierSession:
             self.runs += 1
             try:
                 result = await self._verify(traj, self._verifier_config, judge=st.judge, cache=self.cache)
+            except JudgeDeadlineError:
+                return Outcome(error=self._late(traj, "before the verification finished"))
             except CuaVerifierError as exc:
                 log.warning("rollout of task %s not verified: %s", traj.task.id, exc)
                 return Outcome(error=exc)

@@ -126,3 +126,22 @@ async def test_one_open_replica_sends_the_load_to_the_other(server, server2):
         assert len(server.requests) == 2 and len(server2.requests) == 8  # the dead one was asked twice
     finally:
         await judge.aclose()
+
+
+async def test_a_deadline_bounds_one_call_and_counts_as_a_timeout(server):
+    from judge_server import fault
+
+    from verifier.errors import JudgeDeadlineError
+    from verifier.judge.deadline import deadline_in
+
+    server.default = fault("hang")
+    judge = make_judge(fast_config(server.url, timeout_s=60.0, transport_retries=4, breaker_failures=5))
+    try:
+        start = time.monotonic()
+        with deadline_in(0.5), pytest.raises(JudgeDeadlineError, match="deadline") as err:
+            await judge.complete(MSGS, Answer, stage="rubric")
+        assert 0.45 <= time.monotonic() - start < 1.5
+        assert err.value.stage == "rubric" and len(server.requests) == 1
+        assert judge._pool.breakers[server.url]._streak == 1  # the cut request was a timeout
+    finally:
+        await judge.aclose()

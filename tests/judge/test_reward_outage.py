@@ -101,3 +101,16 @@ async def test_breaker_fails_fast_while_down_and_rewards_return_with_the_judge(s
     third = await r.process(*rollouts("after"))
     assert third == expected
     await r.process.session.aclose()
+
+
+async def test_deadline_cut_requests_teach_the_breaker(server):
+    """The deadline reaches the HTTP timeout of every request, so a request cut by the batch
+    deadline counts as a timeout for the breaker: the next batch fails fast without asking."""
+    server.default = fault("hang")
+    r = uv(server.url, judge={"timeout_s": 60.0, "breaker_failures": 2, "breaker_cooldown_s": 30.0},
+           batch_deadline_s=1.0)
+    first, took_first = await timed(r.outcome, *rollouts("wave1"))
+    assert first == [None] * 6 and took_first < 2.0 and len(server.requests) == 2
+    second, took_second = await timed(r.outcome, *rollouts("wave2"))
+    assert second == [None] * 6 and took_second < 0.5 and len(server.requests) == 2
+    await r.outcome.session.aclose()

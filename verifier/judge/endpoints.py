@@ -35,12 +35,15 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from .breaker import CircuitBreaker
 from .config import JudgeConfig
+from .deadline import time_left
 
 log = logging.getLogger("cua_verifier.judge")
 
 _RETRYABLE_STATUS = {408, 409, 429}
 #: How often a caller re-checks a half-open endpoint whose probe is in flight.
 PROBE_POLL_S = 0.02
+#: An attempt with less time than this left before the deadline is not sent.
+MIN_ATTEMPT_S = 0.05
 
 
 class MalformedReply(Exception):
@@ -49,6 +52,10 @@ class MalformedReply(Exception):
 
 class CircuitOpen(Exception):
     """No endpoint may be asked now: every circuit breaker is open (see `breaker`)."""
+
+
+class DeadlinePassed(Exception):
+    """The time budget of the enclosing `deadline` ran out before this attempt could start."""
 
 
 @dataclass
@@ -183,9 +190,12 @@ class EndpointPool:
             exc = state.outcome.exception() if state.outcome else None
             asked = retry_after_s(exc)
             if asked is not None:
-                return min(asked, cfg.retry_after_max_s)
-            backoff = cfg.backoff_initial_s * 2 ** (state.attempt_number - 1)
-            return min(backoff, cfg.backoff_max_s) + random.uniform(0, cfg.backoff_jitter_s)
+                delay = min(asked, cfg.retry_after_max_s)
+            else:
+                backoff = cfg.backoff_initial_s * 2 ** (state.attempt_number - 1)
+                delay = min(backoff, cfg.backoff_max_s) + random.uniform(0, cfg.backoff_jitter_s)
+            left = time_left()
+            return delay if left is None else max(0.0, min(delay, left))  # wake at the deadline
 
         def warn(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
@@ -198,6 +208,9 @@ class EndpointPool:
         response = None
         async for attempt in retrying:  # CircuitOpen is not transient: it ends the loop at once
             with attempt:
+                left = time_left()
+                if left is not None and left < MIN_ATTEMPT_S:
+                    raise DeadlinePassed(f"time budget spent after {tally.attempts} requests")
                 endpoint = await self._acquire(avoid[0])
                 try:
                     response = await self._once(endpoint, request, tally)
@@ -223,6 +236,9 @@ class EndpointPool:
         endpoint.in_flight += 1
         try:
             async with endpoint.semaphore:
+                left = time_left()  # the HTTP timeout never outlasts the deadline: the breaker sees it
+                if left is not None and left < request["timeout"]:
+                    request = {**request, "timeout": max(left, MIN_ATTEMPT_S)}
                 tally.attempts += 1
                 start = time.monotonic()
                 try:
@@ -276,6 +292,6 @@ def describe(exc: BaseException | None) -> str:
         return f"timeout from {exc.request.url}"
     if isinstance(exc, openai.APIConnectionError):
         return f"connection error to {exc.request.url}"
-    if isinstance(exc, (MalformedReply, CircuitOpen)):
+    if isinstance(exc, (MalformedReply, CircuitOpen, DeadlinePassed)):
         return str(exc)
     return repr(exc)

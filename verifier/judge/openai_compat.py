@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from ..errors import (
     JudgeCircuitOpenError,
+    JudgeDeadlineError,
     JudgeError,
     JudgeInvalidOutputError,
     JudgeMalformedResponseError,
@@ -43,7 +44,15 @@ from ..errors import (
 from .base import Message, Reply, Sampling, Usage
 from .cache import ResponseCache, cache_key, cacheable
 from .config import JudgeConfig
-from .endpoints import CircuitOpen, EndpointPool, MalformedReply, Tally, describe, is_transient
+from .endpoints import (
+    CircuitOpen,
+    DeadlinePassed,
+    EndpointPool,
+    MalformedReply,
+    Tally,
+    describe,
+    is_transient,
+)
 from .images import ImageEncoder
 from .schema import (
     ReplyParseError,
@@ -91,7 +100,8 @@ class OpenAICompatJudge:
         Raises:
             JudgeUnavailableError: transport failures outlived ``transport_retries``
                 (`JudgeMalformedResponseError` when the last was a 200 that is not a chat
-                completion; `JudgeCircuitOpenError` when the breaker refused to send at all).
+                completion; `JudgeCircuitOpenError` when the breaker refused to send at all;
+                `JudgeDeadlineError` when the enclosing `deadline` ran out).
             JudgeTruncatedError: the last reply hit ``max_tokens``.
             JudgeInvalidOutputError: replies stayed invalid for ``reask_retries`` re-asks.
             JudgeError: a non-retryable HTTP error (e.g. 400, 401, 404).
@@ -211,15 +221,18 @@ class OpenAICompatJudge:
             log.warning("judge context too small for max_tokens=%d (stage=%s); retrying with %d",
                         request["max_tokens"], stage, fit)
             request["max_tokens"] = fit
-        except (openai.APIError, MalformedReply, CircuitOpen) as exc:
+        except (openai.APIError, MalformedReply, CircuitOpen, DeadlinePassed) as exc:
             raise self._mapped(exc, tally, stage, last_raw) from exc
         try:
             return await self._pool.send(request, tally, stage=stage)
-        except (openai.APIError, MalformedReply, CircuitOpen) as exc:
+        except (openai.APIError, MalformedReply, CircuitOpen, DeadlinePassed) as exc:
             raise self._mapped(exc, tally, stage, last_raw) from exc
 
     def _mapped(self, exc: Exception, tally: Tally, stage: str, last_raw: str | None) -> JudgeError:
         """The typed error for an SDK/transport exception."""
+        if isinstance(exc, DeadlinePassed):
+            return JudgeDeadlineError(f"judge call not finished within its deadline: {exc}", stage=stage,
+                                      last_reply=last_raw, usage=_usage(tally))
         if isinstance(exc, CircuitOpen):
             return JudgeCircuitOpenError(f"judge not asked: {exc}", stage=stage, last_reply=last_raw,
                                          usage=_usage(tally))
