@@ -2,7 +2,7 @@
 import math
 
 import pytest
-from pipeline_helpers import make_traj
+from pipeline_helpers import make_traj, rescore
 
 from verifier.config import VerifierConfig
 from verifier.errors import JudgeUnavailableError, JudgeUndecidedError
@@ -192,3 +192,22 @@ def test_hallucination_flag():
     assert not hallucination_suspected(0.8, 0.6, gap=0.3)
     assert not hallucination_suspected(0.2, 0.9, gap=0.3)  # screenshots better than claims: no flag
     assert not hallucination_suspected(None, 0.5)
+
+
+# ---- mutants that survived the suite (issue 14, section 3) --------------------------------------
+async def test_configured_process_threshold_decides_process_success():
+    """Earned 3/6 + 4/4 = 0.7: below the default 0.8, above a configured 0.6."""
+    judge = ScriptedJudge({"rescoring": rescore({"c1": 3, "c2": 4})})
+    default = await verify(make_traj(2), judge=judge)
+    lenient = await verify(make_traj(2), VerifierConfig(process_threshold=0.6), judge=judge)
+    strict = await verify(make_traj(2), VerifierConfig(process_threshold=0.75), judge=judge)
+    assert default.process_score == lenient.process_score == strict.process_score == pytest.approx(0.7)
+    assert (default.process_success, lenient.process_success, strict.process_success) == (False, True, False)
+
+
+async def test_penalty_step_numbers_outside_the_run_are_dropped():
+    """Step 0 and steps after the last one are not steps of this run (a 3-step trajectory)."""
+    judge = ScriptedJudge({"side_effects": {"reasoning": "r", "penalties": [
+        {"name": "cart", "description": "d", "points": 1, "steps": [0, 1, 3, 4, 99], "screenshots": [1, 3, 4]}]}})
+    res = await verify(make_traj(3), judge=judge)
+    assert (res.penalties[0].steps, res.penalties[0].screenshots) == ([1, 3], [1, 3])
