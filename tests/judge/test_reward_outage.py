@@ -93,7 +93,7 @@ async def test_breaker_fails_fast_while_down_and_rewards_return_with_the_judge(s
     assert first == [None] * 6 and took_first < 2.0, took_first  # 2 failures open it, not 2 x 5 tries
     assert asked == 2  # the two tasks' rubric calls, once each: then the circuit opened
     second, took_second = await timed(r.process, *rollouts("wave2"))
-    assert second == [None] * 6 and took_second < 0.5, took_second
+    assert second == [None] * 6 and took_second < 1.0, took_second
     assert len(server.requests) == asked  # fail fast: the dead judge was not asked again
 
     server.default = echo  # the judge is back; after the cool-down one probe closes the circuit
@@ -112,5 +112,5 @@ async def test_deadline_cut_requests_teach_the_breaker(server):
     first, took_first = await timed(r.outcome, *rollouts("wave1"))
     assert first == [None] * 6 and took_first < 2.0 and len(server.requests) == 2
     second, took_second = await timed(r.outcome, *rollouts("wave2"))
-    assert second == [None] * 6 and took_second < 0.5 and len(server.requests) == 2
+    assert second == [None] * 6 and took_second < 1.0 and len(server.requests) == 2
     await r.outcome.session.aclose()
