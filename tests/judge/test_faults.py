@@ -37,6 +37,8 @@ FAULTS = {
     "hang": (fault("hang"), {"timeout_s": 0.25}, JudgeUnavailableError, "timeout"),
     "html_200": (fault("html"), {}, JudgeMalformedResponseError, "502 Bad Gateway"),
     "truncated_json": (fault("truncated"), {}, JudgeMalformedResponseError, "not valid JSON"),
+    "error_json_200": (ok("", raw='{"error": {"message": "upstream timed out"}}'), {}, JudgeMalformedResponseError,
+                       "not a chat completion"),  # a gateway's error object under a 200
 }
 
 
