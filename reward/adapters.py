@@ -67,15 +67,13 @@ def nesting_depth(value: Any, limit: int) -> int:
     while stack:
         node, depth = stack.pop()
         if isinstance(node, dict):
-            children = node.values()
-        elif isinstance(node, (list, tuple)):
-            children = node
-        else:
+            node = list(node.values())
+        elif not isinstance(node, (list, tuple)):
             continue
         deepest = max(deepest, depth + 1)
         if deepest > limit:
             return deepest
-        stack.extend((child, depth + 1) for child in children)
+        stack.extend((child, depth + 1) for child in node)
     return deepest
 
 

@@ -156,8 +156,9 @@ class EchoJudgeServer:
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        host = self.httpd.server_address[0]
+        host = host.decode() if isinstance(host, bytes) else host
+        return f"http://{host}:{self.httpd.server_port}/v1"
 
     def start(self) -> EchoJudgeServer:
         self._thread.start()

@@ -216,7 +216,7 @@ class VerifierSession:
     async def _run(self, st: _LoopState, traj: Trajectory, deadline: float | None) -> Outcome:
         """`_run_now` within `deadline`: judge requests time out by it (`deadline_at`: the breaker
         counts them), and a moment later anything still running is cancelled."""
-        limit = None if deadline is None else _remaining(deadline) + DEADLINE_GRACE_S
+        limit = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time()) + DEADLINE_GRACE_S
         try:
             with deadline_at(deadline):  # the task wait_for creates copies this context
                 return await asyncio.wait_for(self._run_now(st, traj), limit)

@@ -18,7 +18,7 @@ import asyncio
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from .errors import JudgeDeadlineError
@@ -59,7 +59,7 @@ class StageCache:
         return (namespace, key) in self._done
 
     async def get_or_compute(self, namespace: str, key: str,
-                             factory: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
+                             factory: Callable[[], Coroutine[Any, Any, T]]) -> tuple[T, bool]:
         """Return (value, hit). `hit` is True when no new computation was started by this caller."""
         k = (namespace, key)
         loop = asyncio.get_running_loop()
