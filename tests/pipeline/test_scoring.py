@@ -211,3 +211,22 @@ async def test_penalty_step_numbers_outside_the_run_are_dropped():
         {"name": "cart", "description": "d", "points": 1, "steps": [0, 1, 3, 4, 99], "screenshots": [1, 3, 4]}]}})
     res = await verify(make_traj(3), judge=judge)
     assert (res.penalties[0].steps, res.penalties[0].screenshots) == ([1, 3], [1, 3])
+
+
+def test_offline_score_writes_an_undecided_outcome_as_unscored(repo_root, tmp_path, monkeypatch):
+    """`cua-verifier score --votes 3` with two of three outcome calls down: an unscored record with
+    the reason (and exit code 3), not a failed verdict."""
+    import json
+
+    from verifier.cli import main, score_cmd
+
+    traj = repo_root / "examples" / "trajectories" / "library-hours-success"
+    calls = iter([None, None, True])
+    judge = ScriptedJudge({"outcome": lambda m, o: _votes(next(calls))(m, o)})
+    monkeypatch.setattr(score_cmd, "build_judge", lambda args: judge)
+    out = tmp_path / "r.jsonl"
+    code = main(["score", str(traj), "--out", str(out), "--no-progress", "--votes", "3",
+                 "--judge-url", "http://127.0.0.1:9/v1", "--model", "judge"])
+    (rec,) = [json.loads(x) for x in out.read_text().splitlines()]
+    assert code == 3 and rec["status"] == "unscored"
+    assert "JudgeUndecidedError" in rec["reason"] and "only 1 of 3 outcome votes are valid" in rec["reason"]
