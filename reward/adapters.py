@@ -12,7 +12,10 @@ A CUA rollout reaches a TRL reward function in one of three ways (checked in thi
    final answer is an answer-tool call or the last assistant text without a tool call.
 The task comes from the `task_id` / `task` / `instruction` / `start_url` columns, else from the
 prompt's last user text (its hash is the task id, so G rollouts of one prompt share one task).
-A row that cannot be converted yields a `TrajectoryError` for that row only.
+A row that cannot be converted yields a `TrajectoryError` for that row only. Everything here is
+written by the policy, so nothing it writes may raise out of a row: tool-call arguments nested
+deeper than `MAX_ARG_DEPTH` (which would otherwise break JSON parsing, hashing and rendering with a
+RecursionError or a serialization-depth error) make that row's error, not the batch's.
 See reward/README.md for worked examples of each form.
 """
 from __future__ import annotations
@@ -30,6 +33,8 @@ from verifier.trajectory import RunStatus, Screenshot, Step, Task, Trajectory
 from .settings import DEFAULT_ANSWER_TOOLS
 
 ANSWER_ARGS = ("answer", "final_answer", "text", "content", "message", "response")
+#: Deepest nesting of a tool call's arguments accepted (real tools use a handful of levels).
+MAX_ARG_DEPTH = 32
 
 
 def build_trajectories(prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any], *,
@@ -43,13 +48,44 @@ def build_trajectories(prompts: Sequence[Any], completions: Sequence[Any], kwarg
     out: list[Trajectory | TrajectoryError] = []
     for i in range(len(completions)):
         try:
-            out.append(_one(i, prompts[i] if i < len(prompts) else None, completions[i], kwargs,
-                            answer_tools))
+            traj = _one(i, prompts[i] if i < len(prompts) else None, completions[i], kwargs, answer_tools)
+            check_depth(traj)
+            out.append(traj)
         except TrajectoryError as exc:
             out.append(exc)
+        except RecursionError:
+            out.append(TrajectoryError(f"row {i} is nested too deeply to read"))
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             out.append(TrajectoryError(f"cannot build a trajectory from row {i}: {exc}"))
     return out
+
+
+def nesting_depth(value: Any, limit: int) -> int:
+    """Depth of nested dicts/lists in `value` (a scalar is 0), counted without recursion and
+    stopping as soon as it passes `limit` (the policy controls the input: no stack, no full walk)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        elif not isinstance(node, (list, tuple)):
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, depth + 1) for child in node)
+    return deepest
+
+
+def check_depth(traj: Trajectory, limit: int = MAX_ARG_DEPTH) -> None:
+    """Raise `TrajectoryError` naming the step whose arguments (or the task metadata) are nested
+    deeper than `limit`."""
+    if nesting_depth(traj.task.metadata, limit) > limit:
+        raise TrajectoryError(f"task metadata nested deeper than {limit} levels", field="task.metadata")
+    for step in traj.steps:
+        if nesting_depth(step.arguments, limit) > limit:
+            raise TrajectoryError(f"tool-call arguments nested deeper than {limit} levels",
+                                  field=f"steps[{step.index}].arguments")
 
 
 def _col(kwargs: dict[str, Any], name: str, i: int) -> Any:
@@ -187,12 +223,16 @@ def from_fields(task: Task, screenshots: Sequence[Any], actions: Sequence[Any],
 
 
 def _parse_args(raw: Any) -> dict[str, Any]:
+    """Tool-call arguments as a dict (a JSON string is parsed; unparseable text is kept as "raw")."""
     if isinstance(raw, dict):
         return raw
     try:
         parsed = json.loads(raw) if raw else {}
     except (TypeError, json.JSONDecodeError):
         return {"raw": str(raw)}
+    except RecursionError as exc:  # e.g. '{"a":' * 100_000: the C decoder gives up
+        raise TrajectoryError(f"tool-call arguments nested deeper than {MAX_ARG_DEPTH} levels",
+                              field="tool_calls.arguments") from exc
     return parsed if isinstance(parsed, dict) else {"value": parsed}
 
 

@@ -10,7 +10,9 @@ reply for every stage. Verdicts are meaningless; use a served model (serving/) f
     python -m reward.echo_judge --port 8011          # then: CUA_JUDGE_URL=http://127.0.0.1:8011/v1
 
 It is a test tool, not a service: it binds to loopback only (a non-loopback host is refused),
-rejects request bodies over `MAX_BODY_BYTES` with 413 before reading them, and, when it has a key
+rejects request bodies over `MAX_BODY_BYTES` with 413 before reading them, gives up on a client
+that stalls for `READ_TIMEOUT_S` while sending its request (headers or body: 408 and the connection
+closed, so a stalled upload cannot hold a thread forever), and, when it has a key
 (``api_key=`` or, from the command line, ``$CUA_JUDGE_API_KEY`` when set), answers 401 to any
 request without ``Authorization: Bearer <key>``.
 """
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 
 FILLER = "scripted"
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a few screenshots at the judge's image size fit comfortably
-
+READ_TIMEOUT_S = 30.0  # longest silence while a client sends its request
 
 
 def minimal_instance(schema: dict[str, Any], index: int = 0) -> Any:
@@ -74,7 +76,7 @@ class EchoJudgeServer:
     Raises ConfigError for a non-loopback `host`."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, api_key: str | None = None,
-                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
+                 max_body_bytes: int = MAX_BODY_BYTES, read_timeout_s: float = READ_TIMEOUT_S) -> None:
         if not is_loopback(host):
             raise ConfigError(f"the echo judge serves on loopback only (got host {host!r})")
         self.requests = 0
@@ -85,6 +87,7 @@ class EchoJudgeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            timeout = read_timeout_s  # socket timeout: a stalled header line ends the connection
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -119,7 +122,13 @@ class EchoJudgeServer:
                     return 413, _error(f"request body over {server.max_body_bytes} bytes",
                                        "invalid_request_error")
                 try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
+                    raw = self.rfile.read(length)
+                except TimeoutError:  # a stalled upload: answer and hang up
+                    self.close_connection = True
+                    return 408, _error(f"request body not received within {read_timeout_s}s",
+                                       "invalid_request_error")
+                try:
+                    body = json.loads(raw or b"{}")
                 except ValueError:
                     return 400, _error("request body is not JSON", "invalid_request_error")
                 if not isinstance(body, dict):
@@ -150,8 +159,9 @@ class EchoJudgeServer:
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        host = self.httpd.server_address[0]
+        host = host.decode() if isinstance(host, bytes) else host
+        return f"http://{host}:{self.httpd.server_port}/v1"
 
     def start(self) -> EchoJudgeServer:
         self._thread.start()

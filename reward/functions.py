@@ -15,11 +15,13 @@ functions) because they hold only `RewardSettings` - the session is looked up ag
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from verifier.errors import CuaVerifierError
+from verifier.errors import CuaVerifierError, JudgeUnavailableError, TrajectoryError
 from verifier.records import degraded_stages, result_field
 from verifier.settings import split_urls
 from verifier.trajectory import Trajectory
@@ -28,10 +30,13 @@ from .adapters import build_trajectories
 from .session import Outcome, VerifierSession, get_session, rollout_key
 from .settings import RewardSettings
 
+log = logging.getLogger(__name__)
+
 
 def prepare_rows(prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any],
                  answer_tools: Sequence[str]) -> list[tuple[Trajectory, str] | Exception]:
-    """Per row: (trajectory, content key), or the verifier error that makes the row unscorable."""
+    """Per row: (trajectory, content key), or the verifier error that makes the row unscorable
+    (anything the policy wrote that cannot be read or hashed is that row's error, never the batch's)."""
     rows: list[tuple[Trajectory, str] | Exception] = []
     for traj in build_trajectories(prompts, completions, kwargs, answer_tools=answer_tools):
         if isinstance(traj, Exception):
@@ -39,7 +44,7 @@ def prepare_rows(prompts: Sequence[Any], completions: Sequence[Any], kwargs: dic
             continue
         try:
             rows.append((traj, rollout_key(traj)))
-        except CuaVerifierError as exc:  # an unreadable screenshot
+        except CuaVerifierError as exc:  # an unreadable screenshot, arguments too deep to hash
             rows.append(exc)
     return rows
 
@@ -102,16 +107,24 @@ class _UVReward:
     async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any],
                        completion_ids: Sequence[Any] | None = None, **kwargs: Any) -> list[float | None]:
         session = self.session
+        budget = session.settings.batch_deadline_s  # the whole call, conversion included
+        deadline = None if budget is None else asyncio.get_running_loop().time() + budget
         # conversion and content hashing touch every image: keep them off TRL's event loop
         rows = await asyncio.to_thread(prepare_rows, prompts, completions, kwargs,
                                        session.settings.answer_tools)
 
         async def one(row: Any) -> Outcome:
-            return Outcome(error=row) if isinstance(row, Exception) else await session.verify(*row)
+            if isinstance(row, Exception):
+                return Outcome(error=row)
+            return await session.verify(*row, deadline=deadline)
 
         outcomes = await asyncio.gather(*(one(row) for row in rows))
         weak = [too_degraded(o.result, session.settings.none_if_degraded) if o.ok else [] for o in outcomes]
         rewards = [self.value(o.result) if o.ok and not w else None for o, w in zip(outcomes, weak)]
+        reasons = Counter(type(o.error).__name__ for o in outcomes if not o.ok)
+        if reasons:  # one line per batch; each rollout's reason is in log_extra
+            log.warning("%s: %d of %d rollouts unscored (%s)", self.__name__, sum(reasons.values()),
+                        len(outcomes), ", ".join(f"{n} {k}" for k, n in reasons.most_common()))
         if kwargs.get("log_metric") is not None:
             self._log_metrics(kwargs["log_metric"], outcomes, weak)
         if kwargs.get("log_extra") is not None:
@@ -124,6 +137,9 @@ class _UVReward:
         n = max(len(outcomes), 1)
         log_metric(f"{self.__name__}/failure_rate", sum(not o.ok or bool(w) for o, w in zip(outcomes, weak)) / n)
         log_metric(f"{self.__name__}/degraded_none_rate", sum(bool(w) for w in weak) / n)
+        for metric, kind in (("judge_unavailable_rate", JudgeUnavailableError),  # outage, deadline, breaker
+                             ("invalid_input_rate", TrajectoryError)):  # what the policy wrote
+            log_metric(f"{self.__name__}/{metric}", sum(isinstance(o.error, kind) for o in outcomes) / n)
         ok = [o.result for o in outcomes if o.ok]
         if not ok:
             return

@@ -4,8 +4,12 @@ Why: process and outcome are two TRL reward functions that TRL awaits concurrent
 from the same pipeline run. A process-wide `VerifierSession` (one per distinct settings) keeps
 - a single-flight table keyed by the rollout's content hash, so the second reward awaits the
   first one's in-flight verification instead of starting another;
-- a bounded LRU of finished verifications (failures expire after `failure_ttl_s`), so a reward
-  whose coroutine runs after the other has finished still gets the same result;
+- a bounded LRU of finished verifications (`cache_size`; failures expire after `failure_ttl_s`),
+  so a reward whose coroutine runs after the other has finished still gets the same result;
+- time budgets: a verification that has not finished by its deadline (the reward batch's
+  `batch_deadline_s`, or the verification's own `verify_deadline_s`, whichever comes first) is
+  cancelled and ends as `JudgeDeadlineError` (None at the TRL boundary), so a judge that accepts
+  connections and never answers cannot hold a training step;
 - one `StageCache` (rubric once per task: GRPO's G rollouts of a prompt share it);
 - per event loop: the judge client and the concurrency semaphore. TRL runs async rewards on a
   daemon-thread loop and offline scoring uses `asyncio.run`; loop-bound objects never cross loops.
@@ -23,12 +27,15 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifier.errors import ConfigError, CuaVerifierError
+from verifier.errors import ConfigError, CuaVerifierError, JudgeDeadlineError, TrajectoryError
+from verifier.judge.deadline import deadline_at
 from verifier.trajectory import Trajectory
 
 from .settings import RewardSettings, resolve
 
 log = logging.getLogger(__name__)
+#: After a deadline, how long in-flight work may take to end by its own timeout before it is cancelled.
+DEADLINE_GRACE_S = 0.25
 
 
 @dataclass
@@ -45,15 +52,23 @@ class Outcome:
 
 
 def rollout_key(traj: Trajectory) -> str:
-    """Content hash of everything the verifier reads (screenshots by their pixel-file hash)."""
-    data = {
-        "task": traj.task.model_dump(mode="json"),
-        "steps": [s.model_dump(mode="json") for s in traj.steps],
-        "shots": [(s.step, s.timing, s.sha256) for s in traj.screenshots],
-        "final_answer": traj.final_answer,
-        "status": traj.status.value,
-    }
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+    """Content hash of everything the verifier reads (screenshots by their pixel-file hash).
+
+    Raises:
+        TrajectoryError: the policy-written content cannot be serialised (nested too deeply).
+    """
+    try:
+        data = {
+            "task": traj.task.model_dump(mode="json"),
+            "steps": [s.model_dump(mode="json") for s in traj.steps],
+            "shots": [(s.step, s.timing, s.sha256) for s in traj.screenshots],
+            "final_answer": traj.final_answer,
+            "status": traj.status.value,
+        }
+        blob = json.dumps(data, sort_keys=True, default=str)
+    except (ValueError, RecursionError) as exc:  # pydantic's serialization depth, json's recursion
+        raise TrajectoryError(f"rollout cannot be serialised: {exc}") from exc
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 class _LoopState:
@@ -143,10 +158,13 @@ class VerifierSession:
             while len(self._done) > self.settings.cache_size:
                 self._done.popitem(last=False)
 
-    async def verify(self, traj: Trajectory, key: str | None = None) -> Outcome:
+    async def verify(self, traj: Trajectory, key: str | None = None, *,
+                     deadline: float | None = None) -> Outcome:
         """Verify once per distinct rollout; concurrent and later callers share the outcome.
 
         `key` is `rollout_key(traj)` when the caller already computed it (off the event loop).
+        `deadline` (the running loop's `time()`, e.g. the reward batch's end) bounds this caller's
+        wait; the verification it starts also stops at ``now + verify_deadline_s``.
         """
         if key is None:
             try:
@@ -158,12 +176,15 @@ class VerifierSession:
             return hit
         st = self._state()
         fut = st.inflight.get(key)
-        if fut is not None:
-            return await asyncio.shield(fut)
+        if fut is not None:  # another reward started it: wait for it, within our own deadline
+            try:
+                return await asyncio.wait_for(asyncio.shield(fut), _remaining(deadline))
+            except asyncio.TimeoutError:
+                return Outcome(error=self._late(traj, "waiting for the verification another reward started"))
         fut = asyncio.get_running_loop().create_future()
         st.inflight[key] = fut
         try:
-            outcome = await self._run(st, traj)
+            outcome = await self._run(st, traj, self._deadline(deadline))
         except asyncio.CancelledError:
             fut.cancel()  # followers must not hang
             raise
@@ -178,11 +199,39 @@ class VerifierSession:
         finally:
             st.inflight.pop(key, None)
 
-    async def _run(self, st: _LoopState, traj: Trajectory) -> Outcome:
+    def _deadline(self, deadline: float | None) -> float | None:
+        """The earlier of the caller's deadline and this verification's own budget."""
+        own = self.settings.verify_deadline_s
+        if own is not None:
+            own += asyncio.get_running_loop().time()
+        return min((d for d in (deadline, own) if d is not None), default=None)
+
+    def _late(self, traj: Trajectory, doing: str) -> JudgeDeadlineError:
+        s = self.settings
+        err = JudgeDeadlineError(f"deadline passed {doing} (batch_deadline_s={s.batch_deadline_s}, "
+                                 f"verify_deadline_s={s.verify_deadline_s})")
+        log.warning("rollout of task %s not verified: %s", traj.task.id, err)
+        return err
+
+    async def _run(self, st: _LoopState, traj: Trajectory, deadline: float | None) -> Outcome:
+        """`_run_now` within `deadline`: judge requests time out by it (`deadline_at`: the breaker
+        counts them), and a moment later anything still running is cancelled."""
+        limit = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time()) + DEADLINE_GRACE_S
+        try:
+            with deadline_at(deadline):  # the task wait_for creates copies this context
+                return await asyncio.wait_for(self._run_now(st, traj), limit)
+        except asyncio.TimeoutError:
+            if deadline is None or asyncio.get_running_loop().time() < deadline:
+                raise  # not our budget: a TimeoutError the verifier let out (strict mode)
+            return Outcome(error=self._late(traj, "before the verification finished"))
+
+    async def _run_now(self, st: _LoopState, traj: Trajectory) -> Outcome:
         async with st.semaphore:
             self.runs += 1
             try:
                 result = await self._verify(traj, self._verifier_config, judge=st.judge, cache=self.cache)
+            except JudgeDeadlineError:
+                return Outcome(error=self._late(traj, "before the verification finished"))
             except CuaVerifierError as exc:
                 log.warning("rollout of task %s not verified: %s", traj.task.id, exc)
                 return Outcome(error=exc)
@@ -200,6 +249,11 @@ class VerifierSession:
             st = self._loops.pop(loop, None)
         if st is not None and hasattr(st.judge, "aclose"):
             await st.judge.aclose()
+
+
+def _remaining(deadline: float | None) -> float | None:
+    """Seconds from now (the running loop's clock) to `deadline`; None: no limit."""
+    return None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
 
 
 _SESSIONS: dict[str, VerifierSession] = {}

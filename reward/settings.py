@@ -45,6 +45,12 @@ class RewardSettings(BaseModel):
     max_concurrency: int = Field(default=16, ge=1, description="rollouts verified at once per process")
     failure_ttl_s: float = Field(default=300.0, ge=0, description="how long a failed rollout stays failed")
     cache_size: int = Field(default=4096, ge=1, description="finished verifications kept (LRU)")
+    batch_deadline_s: float | None = Field(
+        default=900.0, gt=0, description="time budget of one reward call (a batch): rollouts not verified "
+        "by then get None (JudgeDeadlineError); None: no limit")
+    verify_deadline_s: float | None = Field(
+        default=None, gt=0, description="time budget of one verification, queueing included (None: only "
+        "the batch deadline)")
     combined_process_weight: float = Field(default=0.5, ge=0, le=1)
     answer_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_ANSWER_TOOLS))
     strict: bool = Field(default=False, description="re-raise unexpected (non-verifier) exceptions")

@@ -5,7 +5,10 @@ task, and a relevance row only on (rubric, screenshot bytes), so they are comput
 the first caller starts the computation and every concurrent caller with the same key awaits that
 same task ("single flight") instead of issuing a duplicate judge call.
 
-Failures are not cached: a failed computation is forgotten so the next caller retries it.
+Failures are not cached: a failed computation is forgotten so the next caller retries it. A
+computation runs under the time budget of the caller that started it (`verifier.judge.deadline`);
+when that budget, not the judge, ends it (`JudgeDeadlineError`), a caller that joined it with time
+of its own left starts the computation again instead of inheriting someone else's deadline.
 Results are kept per key until `clear()`; `max_entries` bounds memory (oldest evicted first).
 Safe across event loops: finished values are plain data; in-flight tasks are per loop.
 """
@@ -15,8 +18,11 @@ import asyncio
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
+
+from .errors import JudgeDeadlineError
+from .judge.deadline import time_left
 
 T = TypeVar("T")
 
@@ -53,25 +59,37 @@ class StageCache:
         return (namespace, key) in self._done
 
     async def get_or_compute(self, namespace: str, key: str,
-                             factory: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
+                             factory: Callable[[], Coroutine[Any, Any, T]]) -> tuple[T, bool]:
         """Return (value, hit). `hit` is True when no new computation was started by this caller."""
         k = (namespace, key)
-        if k in self._done:
-            self.hits += 1
-            self._done.move_to_end(k)
-            return self._done[k], True
         loop = asyncio.get_running_loop()
         fk = (loop, namespace, key)
-        task = self._inflight.get(fk)
-        if task is not None:
+        while True:
+            if k in self._done:
+                self.hits += 1
+                self._done.move_to_end(k)
+                return self._done[k], True
+            task = self._inflight.get(fk)
+            if task is None:
+                break
+            try:
+                value = await asyncio.shield(task)
+            except JudgeDeadlineError:
+                left = time_left()
+                if left is not None and left <= 0:
+                    raise  # our own budget is spent too
+                if self._inflight.get(fk) is task:
+                    del self._inflight[fk]
+                continue  # the starter's deadline ended it, not ours: compute it again
             self.hits += 1
-            return await asyncio.shield(task), True
+            return value, True
         self.misses += 1
         task = loop.create_task(factory())
         self._inflight[fk] = task
 
         def finish(t: asyncio.Task) -> None:  # runs even if every awaiting caller was cancelled
-            self._inflight.pop(fk, None)
+            if self._inflight.get(fk) is t:
+                del self._inflight[fk]
             if not t.cancelled() and t.exception() is None:
                 self._done[k] = t.result()
                 while len(self._done) > self.max_entries:

@@ -53,3 +53,22 @@ class JudgeInvalidOutputError(JudgeError):
 
 class JudgeTruncatedError(JudgeInvalidOutputError):
     """The last reply stopped at ``max_tokens`` (finish_reason == "length")."""
+
+
+class JudgeMalformedResponseError(JudgeUnavailableError):
+    """HTTP 200 whose body is not a chat completion (a proxy's HTML page, truncated JSON), after
+    the transport retries: a fault of the path to the judge, not a verdict."""
+
+
+class JudgeCircuitOpenError(JudgeUnavailableError):
+    """Failed fast, no request sent: every endpoint's circuit breaker is open (the judge kept
+    failing) and its cool-down has not elapsed. A half-open probe tests it again afterwards."""
+
+
+class JudgeDeadlineError(JudgeUnavailableError):
+    """A verification or reward batch ran out of its time budget before the judge finished."""
+
+
+class JudgeUndecidedError(JudgeError):
+    """Too few valid votes to decide a strict majority of the V votes asked for: the outcome is
+    unscored, never a failure (an outage is not a verdict)."""

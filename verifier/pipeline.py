@@ -15,7 +15,8 @@ The side-effect check waits for the rescoring median so that it sees the scores 
 charge a fault a criterion already charged (issue 9, S1); it runs beside the outcome votes, so the
 bound stays `usage.rounds <= 8`. Calls = 1 + A + ceil(D/b) + 1 + S + C + V + V + V + 2*diag (see
 README.md, "Call count and rounds"). Stages the run can do without degrade (listed in `result.degraded`); the
-rubric, and rescoring *and* action scoring both failing, or every outcome vote failing, raise
+rubric, and rescoring *and* action scoring both failing, or outcome votes too few to decide a
+strict majority of V (`JudgeUndecidedError`; all failing raises the vote's own error), raise
 the judge's `JudgeError`.
 """
 from __future__ import annotations
@@ -43,7 +44,6 @@ from .scoring import (
     apply_penalties,
     hallucination_suspected,
     median_index,
-    outcome_success,
     process_success,
     rubric_score,
 )
@@ -176,7 +176,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     votes, ok = await _votes(r, out_call, images, d_resc + 1)
     effects = await side_task
     forced = effects.forced() if effects else []
-    success = outcome_success(votes, forced_failure=bool(forced))
+    success = outcome.decide(r, votes, forced_failure=bool(forced))  # undecided votes raise
     chosen = next((v for v in ok if v.success == success), ok[0])
     reasoning = (f"[forced failure: {'; '.join(forced)}] " if forced else "") + chosen.reasoning
 

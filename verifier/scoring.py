@@ -11,9 +11,12 @@ score by (1 - fraction * n_penalty_points / 3): a 3-point penalty always costs `
 score, whatever the rubric size. "dilute" reproduces the reference for comparison runs.
 
 Votes: the process score is the median over V rescoring runs; the outcome is a strict majority of
-V votes where a tie or an invalid vote (None) never counts as success. The same tie rule holds for
-the process score: when a failed run leaves an even number of valid runs, the *lower* middle value
-is taken (`lower_median`), so a 1-1 split between a passing and a failing run never passes.
+the V votes *asked for* (`majority`). An invalid vote (None: a failed call) is neither yes nor no:
+when the valid votes cannot settle the majority whatever the invalid ones would have said, the
+outcome is undecided (None), never a failure - an outage is not a verdict. A tie among V votes is
+not success. The same tie rule holds for the process score: when a failed run leaves an even
+number of valid runs, the *lower* middle value is taken (`lower_median`), so a 1-1 split between a
+passing and a failing run never passes.
 """
 from __future__ import annotations
 
@@ -114,19 +117,34 @@ def median_index(values: Sequence[float]) -> int:
     return order[(len(values) - 1) // 2]
 
 
-def majority(votes: Sequence[bool | None]) -> bool:
-    """Strict majority of *all* votes cast: True only if more than half are True.
+def majority(votes: Sequence[bool | None], asked: int | None = None) -> bool | None:
+    """The strict majority of the `asked` votes (default: ``len(votes)``), or None if undecidable.
 
-    A tie (e.g. 1-1 with one invalid vote) or invalid votes (None, a failed call) never count as
-    success. An empty vote list is not success either.
+    With y yes, n no and u = asked - y - n invalid or missing votes (None):
+    - True when y > asked / 2: a strict majority said yes, whatever the others would have said;
+    - False when n >= asked / 2: yes can no longer reach a strict majority even if every invalid
+      vote had been yes (a tie is not success);
+    - None otherwise: the outcome depends on votes that failed, so it is unscored.
+    `[None, None, True]` is None, `[True, True, None]` True, `[False, False, None]` False,
+    `[True, False, None]` None. No votes asked is an error (there is no electorate).
     """
+    asked = len(votes) if asked is None else asked
+    if asked < 1 or len(votes) > asked:
+        raise ValueError(f"{len(votes)} votes for {asked} asked")
     yes = sum(1 for v in votes if v is True)
-    return yes * 2 > len(votes)
+    no = sum(1 for v in votes if v is False)
+    if yes * 2 > asked:
+        return True
+    if no * 2 >= asked:
+        return False
+    return None
 
 
-def outcome_success(votes: Sequence[bool | None], *, forced_failure: bool) -> bool:
-    """Final outcome: the majority, unless a side-effect penalty or critical-point violation forces failure."""
-    return (not forced_failure) and majority(votes)
+def outcome_success(votes: Sequence[bool | None], *, forced_failure: bool,
+                    asked: int | None = None) -> bool | None:
+    """Final outcome: False when a side-effect penalty or critical-point violation forces failure,
+    else the `majority` of the votes (None when the valid votes cannot decide it)."""
+    return False if forced_failure else majority(votes, asked)
 
 
 def disagreement(action_only: float | None, with_screens: float | None) -> float | None:

@@ -4,10 +4,16 @@ The `openai` SDK really talks to it over TCP, so headers, status codes, ``Retry-
 and connection handling are exercised end to end. Each request takes the next scripted action
 (or the default); every request is recorded with its JSON body, headers and arrival time, and the
 server tracks the most requests it ever had in flight at once.
+
+Fault actions (`fault(kind)`): ``reset`` (the connection is closed with a TCP RST, no reply),
+``hang`` (the request is read and never answered until the server stops), ``html`` (a 200 whose
+body is a proxy's HTML page, served as text/html), ``truncated`` (a 200 whose JSON body is cut).
 """
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -31,6 +37,23 @@ def status(code: int, **extra: Any) -> Action:
     return {"status": code, **extra}
 
 
+def echo(body: dict) -> Action:
+    """A schema-valid reply to any structured request (the echo judge's smallest instance), so
+    the real pipeline runs against this server; use as ``server.default = echo``."""
+    from reward.echo_judge import minimal_instance
+
+    return ok(json.dumps(minimal_instance(body["response_format"]["json_schema"]["schema"])))
+
+
+def fault(kind: str, **extra: Any) -> Action:
+    """A fault injected on the wire (see the module docstring); `extra` as for `ok`/`status`."""
+    kinds = {"reset": {"reset": True}, "hang": {"hang": True},
+             "html": {"raw": "<html><body><h1>502 Bad Gateway</h1>nginx</body></html>",
+                      "content_type": "text/html; charset=utf-8"},
+             "truncated": {"raw": '{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"ind'}}
+    return {**kinds[kind], **extra}
+
+
 @dataclass
 class Recorded:
     path: str
@@ -47,6 +70,7 @@ class ScriptedServer:
     in_flight: int = 0
     max_in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stopping: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> ScriptedServer:
         server = self
@@ -75,6 +99,7 @@ class ScriptedServer:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def stop(self) -> None:
+        self._stopping.set()  # hung handlers return
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -95,9 +120,19 @@ class ScriptedServer:
         try:
             if callable(action):
                 action = action(body)
-            time.sleep(action.get("delay", 0.0))
+            if self._stopping.wait(action.get("delay", 0.0)) or action.get("hang"):
+                self._stopping.wait()
+                handler.close_connection = True
+                return
+            if action.get("reset"):
+                handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                handler.connection.close()  # linger 0: the peer sees a reset, not a clean close
+                handler.close_connection = True
+                return
             code = action.get("status", 200)
-            if code == 200:
+            if "raw" in action:
+                payload = None
+            elif code == 200:
                 payload = {
                     "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
                     "model": action.get("model", "served-judge"),
@@ -108,11 +143,11 @@ class ScriptedServer:
                               "total_tokens": action.get("prompt_tokens", 10) + action.get("completion_tokens", 5)}}
             else:
                 payload = {"error": {"message": f"scripted {code}", "type": "server_error", "code": code}}
-            data = action["raw"].encode() if "raw" in action else json.dumps(payload).encode()
+            data = action["raw"].encode() if payload is None else json.dumps(payload).encode()
             handler.send_response(code)
-            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Type", action.get("content_type", "application/json"))
             handler.send_header("Content-Length", str(len(data)))
-            for name, value in action.get("headers", {}).items():
+            for name, value in action.get("headers", {}).items():  # e.g. Retry-After
                 handler.send_header(name, value)
             handler.end_headers()
             handler.wfile.write(data)

@@ -11,7 +11,7 @@ import pytest
 from judge_server import fast_config, ok, status
 from pydantic import BaseModel, Field
 
-from verifier.errors import JudgeError, JudgeUnavailableError
+from verifier.errors import JudgeError, JudgeMalformedResponseError, JudgeUnavailableError
 from verifier.judge import Message, make_judge
 
 VALID = json.dumps({"ok": True, "why": "fine"})
@@ -157,10 +157,12 @@ async def test_api_key_sent_in_header_but_never_logged(server, monkeypatch, capl
     await judge.aclose()
 
 
-async def test_non_json_http_body_is_a_typed_error(server):
+async def test_non_json_http_body_is_retried_then_a_typed_error(server):
+    """A JSON-typed 200 that is not JSON is a transport fault: retried, then a typed error
+    (test_faults.py covers the HTML-typed page and truncated JSON)."""
     server.default = ok("", raw="<html>login page of some proxy</html>")
     judge = make_judge(fast_config(server.url))
-    with pytest.raises(JudgeUnavailableError, match="malformed HTTP response") as err:
+    with pytest.raises(JudgeMalformedResponseError, match="malformed HTTP response") as err:
         await judge.complete(MSGS, Answer, stage="outcome")
-    assert err.value.usage.attempts == 1
+    assert err.value.usage.attempts == 3 and len(server.requests) == 3
     await judge.aclose()

@@ -110,7 +110,7 @@ async def test_earned_points_are_clamped_to_max():
 
 async def test_median_over_votes_and_majority_outcome():
     earned = iter([{"c1": 6, "c2": 4}, {"c1": 0, "c2": 2}, {"c1": 3, "c2": 3}])  # 1.0, 0.2, 0.6
-    votes = iter([{"primary_intent": "p", "reasoning": "yes", "success": True},
+    votes = iter([{"primary_intent": "p", "reasoning": "no", "success": False},
                   JudgeInvalidOutputError("garbage", stage="outcome"),
                   {"primary_intent": "p", "reasoning": "no", "success": False}])
     judge = ScriptedJudge({"rescoring": lambda m, o: rescore(next(earned))(m, o),
@@ -119,8 +119,8 @@ async def test_median_over_votes_and_majority_outcome():
     assert sorted(res.rescoring_scores) == pytest.approx([0.2, 0.6, 1.0])
     assert res.process_score == pytest.approx(0.6)
     assert [c.earned for c in res.criteria] == [3, 3]  # the median run's table
-    assert res.outcome_votes == [True, None, False]
-    assert res.outcome_success is False  # 1-1 with an invalid vote is not success
+    assert res.outcome_votes == [False, None, False]
+    assert res.outcome_success is False  # 2 of 3 no decide it; 1-1 with an invalid vote is unscored (test_scoring)
     assert res.outcome_reasoning == "no"
     assert [d.stage for d in res.degraded] == ["outcome"]
     seeds = {r.sampling.seed for r in judge.requests_for("outcome")}

@@ -14,6 +14,7 @@ def _fresh():
     reward_fakes.CALLS.clear()
     reward_fakes.KEYS.clear()
     reward_fakes.FAIL_TASKS.clear()
+    reward_fakes.SEEN.clear()
     yield
     reward_fakes.SCRIPTED = None
     clear_sessions()

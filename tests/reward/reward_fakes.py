@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 
 from verifier.errors import JudgeUnavailableError
@@ -9,6 +10,15 @@ from verifier.errors import JudgeUnavailableError
 CALLS: list[str] = []  # task ids verified, in order
 KEYS: list[str] = []  # rollout content keys verified, in order
 FAIL_TASKS: set[str] = set()
+SEEN: list[str] = []  # every rollout TRL handed `record_rollouts`, canonical JSON
+
+
+def record_rollouts(prompts, completions, task_id=None, **kwargs):
+    """A zero-weight reward beside the verifier's: records what TRL scored, so a test can count
+    the distinct rollouts exactly (and check the verifier ran once for each of them)."""
+    ids = task_id or [None] * len(completions)
+    SEEN.extend(json.dumps([t, p, c], sort_keys=True, default=str) for t, p, c in zip(ids, prompts, completions))
+    return [0.0] * len(completions)
 
 
 async def fake_verify(trajectory, config=None, *, judge, cache=None):

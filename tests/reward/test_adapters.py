@@ -6,7 +6,7 @@ import io
 import pytest
 from PIL import Image
 
-from reward.adapters import build_trajectories
+from reward.adapters import build_trajectories, nesting_depth
 from verifier.errors import TrajectoryError
 from verifier.trajectory import RunStatus, Step, Task, Trajectory
 
@@ -149,3 +149,65 @@ def test_dataset_image_column_is_initial_screenshot(images_col):
     value = [img("white")] if images_col == "images" else img("white")
     (t,) = build_trajectories([[{"role": "user", "content": "go"}]], ["done"], {images_col: [value]})
     assert len(t.screenshots) == 1 and t.screenshots[0].step == 0
+
+
+def _nested_json(depth: int) -> str:
+    return '{"a": ' * depth + "1" + "}" * depth
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {"leaf": 1}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+def _tool_call(arguments) -> list[dict]:
+    return [{"role": "assistant", "content": "go", "tool_calls": [
+        {"type": "function", "function": {"name": "click", "arguments": arguments}}]},
+        {"role": "assistant", "content": "done"}]
+
+
+@pytest.mark.parametrize("arguments", [_nested_json(300), _nested_json(1_200), _nested_json(100_000),
+                                       _nested(300), _nested(33)],
+                         ids=["json-300", "json-1200", "json-100000", "dict-300", "dict-33"])
+def test_deeply_nested_tool_arguments_are_that_rows_error(arguments):
+    """Issue 14 defect 2: >= 256 levels broke hashing, >= ~1,000 levels parsing, with exceptions
+    that escaped the reward call. Now the row is a TrajectoryError naming the place; the next row
+    is built normally."""
+    ok_row = _tool_call({"x": 1})
+    bad, good = build_trajectories([PROMPT, PROMPT], [_tool_call(arguments), ok_row], {})
+    assert isinstance(bad, TrajectoryError) and "nested deeper than 32 levels" in str(bad)
+    assert isinstance(good, Trajectory) and good.steps[0].arguments == {"x": 1}
+
+
+def test_nesting_up_to_the_limit_is_kept():
+    (t,) = build_trajectories([PROMPT], [_tool_call(_nested(32))], {})
+    assert isinstance(t, Trajectory) and nesting_depth(t.steps[0].arguments, 100) == 32
+
+
+@pytest.mark.parametrize("form", ["actions", "trajectory"])
+def test_deep_arguments_in_rollout_fields_and_native_trajectories(form):
+    step = {"action": "click", "arguments": _nested(300)}
+    if form == "actions":
+        kwargs = {"actions": [[step]], "final_answer": ["done"]}
+    else:
+        kwargs = {"trajectory": [{"task": {"id": "t", "instruction": "x"}, "steps": [{"index": 1, **step}]}]}
+    (t,) = build_trajectories([PROMPT], [[]], kwargs)
+    assert isinstance(t, TrajectoryError) and t.field == "steps[1].arguments"
+
+
+def test_rollout_key_of_a_deep_trajectory_is_a_trajectory_error():
+    """A Trajectory built in code (an environment's `trajectory`) is hashed before anything else."""
+    from reward.session import rollout_key
+
+    traj = Trajectory(task=Task(id="t", instruction="x"),
+                      steps=[Step(index=1, action="click", arguments=_nested(300))])
+    with pytest.raises(TrajectoryError, match="cannot be serialised"):
+        rollout_key(traj)
+
+
+def test_nesting_depth_stops_early_and_does_not_recurse():
+    assert nesting_depth({}, 5) == 1 and nesting_depth(3, 5) == 0 and nesting_depth([[1], {"a": [2]}], 5) == 3
+    deep = _nested(200_000)  # far beyond the interpreter's recursion limit
+    assert nesting_depth(deep, 32) == 33

@@ -79,6 +79,40 @@ def test_malformed_json_is_a_400_not_a_dropped_connection(echo):
     assert _post(echo, b"[1, 2]")[0] == 400
 
 
+def _stalled(server: EchoJudgeServer, data: bytes) -> tuple[bytes, float]:
+    """Send `data` (an incomplete request) and stall; return what the server sends back before it
+    closes the connection, and how long that took (the client gives up after 10 s)."""
+    import socket
+    import time
+
+    host, port = server.httpd.server_address[:2]
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(data)
+        start, got = time.monotonic(), b""
+        try:
+            while chunk := sock.recv(4096):
+                got += chunk
+        except TimeoutError:
+            pytest.fail("the server kept the stalled connection open for 10 s")
+        return got, time.monotonic() - start
+
+
+@pytest.mark.parametrize("stall", ["body", "headers"])
+def test_a_stalled_upload_is_dropped_after_the_read_timeout(stall):
+    """Issue 14 defect 12: headers sent, then silence (or a header line never finished): the server
+    answers 408 (body) or hangs up (headers) after its read timeout, instead of holding a thread."""
+    head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1000\r\n\r\n{\"model\": ")
+    with EchoJudgeServer(read_timeout_s=0.5) as server:
+        got, took = _stalled(server, head if stall == "body" else head[:40])
+        assert 0.4 <= took < 3.0, took
+        if stall == "body":
+            assert got.startswith(b"HTTP/1.1 408") and b"not received within 0.5s" in got
+        else:
+            assert got == b""
+        assert _post(server, SCHEMA_REQ)[0] == 200  # and the server still serves everyone else
+
+
 def test_configured_key_is_required():
     with EchoJudgeServer(api_key="k3y") as server:
         assert _post(server, SCHEMA_REQ)[0] == 401
@@ -95,7 +129,7 @@ async def test_rewards_send_the_configured_key(monkeypatch):
                              judge={"timeout_s": 10.0, "api_key_env": "ECHO_TEST_KEY"})
         prompts = [[{"role": "user", "content": "Find the cheapest flight"}]]
         completions = [[{"role": "assistant", "content": "done"}]]
-        assert isinstance((await uv.process(prompts, completions))[0], float)
+        assert await uv.process(prompts, completions) == [0.1]  # would be None had the key been refused
         await uv.process.session.aclose()
     clear_sessions()
     assert server.requests > 0
@@ -115,13 +149,16 @@ async def test_rewards_over_http_one_run_per_rollout(echo):
     proc, outc = await asyncio.gather(
         uv.process(prompts, completions, log_metric=lambda k, v: metrics.setdefault(k, v)),
         uv.outcome(prompts, completions))
-    assert all(isinstance(p, float) and 0.0 <= p <= 1.0 for p in proc)
-    assert all(o in (0.0, 1.0) for o in outc)
-    assert metrics["uv_process/failure_rate"] == 0.0 and metrics["uv/judge_calls_per_rollout"] > 0
+    # the echo judge is deterministic: its smallest rescoring reply earns 0.5 of 5 points (0.1);
+    # its side-effects reply claims a penalty and a critical-point violation with no screenshot
+    # evidence, so both are ignored (unsupported_claims) and its outcome vote (true) stands
+    assert proc == [0.1, 0.1] and outc == [1.0, 1.0]
+    assert metrics["uv_process/failure_rate"] == 0.0
     assert uv.process.session.runs == 2
-    calls_per_rollout = metrics["uv/judge_calls_per_rollout"]
-    # the shared rubric (and the shared white screen) were asked for once, not once per rollout
-    assert echo.requests < 2 * calls_per_rollout + 2
+    # 11 calls for the first rollout (rubric, action scoring, 2 relevance, 2 evidence, side effects,
+    # rescoring, outcome, 2 diagnosis) and 9 for the second: the rubric and the shared white
+    # screen's relevance row were asked for once; the server saw exactly those 20 requests
+    assert metrics["uv/judge_calls_per_rollout"] == 10.0 and echo.requests == 20
     await uv.process.session.aclose()
 
 

@@ -23,17 +23,18 @@ def _settings():
 
 def test_grpo_step_logs_both_rewards_and_verifies_each_rollout_once(tmp_path, tiny_policy):
     r = make_uv_rewards(_settings())
-    trainer = run_grpo_smoke([r.process, r.outcome], output_dir=tmp_path, model_dir=tiny_policy,
-                             reward_weights=[0.5, 1.0], max_steps=2)
+    trainer = run_grpo_smoke([r.process, r.outcome, reward_fakes.record_rollouts], output_dir=tmp_path,
+                             model_dir=tiny_policy, reward_weights=[0.5, 1.0, 0.0], max_steps=2)
     logs = [h for h in trainer.state.log_history if "rewards/uv_process/mean" in h]
     assert len(logs) == 2
     # the tiny policy never calls a tool: 0 steps -> process 0.0; its text is an answer -> outcome 1.0
     assert logs[0]["rewards/uv_process/mean"] == 0.0 and logs[0]["rewards/uv_outcome/mean"] == 1.0
     assert logs[0]["reward"] == pytest.approx(1.0)  # 0.5 * 0 + 1.0 * 1
     assert logs[0]["uv/judge_calls_per_rollout"] == 4.0 and logs[0]["uv_outcome/failure_rate"] == 0.0
-    # 2 steps x 4 rollouts, two rewards each: never two verifications of the same rollout
-    assert 1 <= len(reward_fakes.KEYS) <= 8
-    assert len(reward_fakes.KEYS) == len(set(reward_fakes.KEYS))
+    # 2 steps x 4 rollouts, two rewards each: exactly one verification per distinct rollout (never
+    # two for one rollout, never one for two rollouts that differ, e.g. only in their answer)
+    assert len(reward_fakes.SEEN) == 8
+    assert len(reward_fakes.KEYS) == len(set(reward_fakes.KEYS)) == len(set(reward_fakes.SEEN))
 
 
 def test_grpo_step_judge_failure_is_nan_not_zero(tmp_path, tiny_policy):
@@ -53,8 +54,9 @@ def test_grpo_steps_with_real_pipeline_one_rubric_per_group(tmp_path, tiny_polic
     reward_fakes.SCRIPTED = judge = ScriptedJudge()
     try:
         r = make_uv_rewards(RewardSettings(judge_factory=reward_fakes.scripted_judge, strict=True))
-        trainer = run_grpo_smoke([r.process, r.outcome], output_dir=tmp_path, model_dir=tiny_policy,
-                                 max_steps=2, multi_objective_aggregation="normalize_then_sum")
+        trainer = run_grpo_smoke([r.process, r.outcome, reward_fakes.record_rollouts], output_dir=tmp_path,
+                                 model_dir=tiny_policy, max_steps=2, reward_weights=[1.0, 1.0, 0.0],
+                                 multi_objective_aggregation="normalize_then_sum")
     finally:
         reward_fakes.SCRIPTED = None
     logs = [h for h in trainer.state.log_history if "rewards/uv_outcome/mean" in h]
@@ -62,7 +64,8 @@ def test_grpo_steps_with_real_pipeline_one_rubric_per_group(tmp_path, tiny_polic
     assert all(h["uv_outcome/failure_rate"] == 0.0 for h in logs)
     # 2 steps = 2 groups of 4 rollouts (tasks tiny-0, tiny-1): one rubric per group, one outcome per rollout
     assert len(judge.requests_for("rubric")) == 2
-    assert len(judge.requests_for("outcome")) == r.process.session.runs <= 8
+    assert len(reward_fakes.SEEN) == 8
+    assert len(judge.requests_for("outcome")) == r.process.session.runs == len(set(reward_fakes.SEEN))
 
 
 def test_vlm_policy_grpo_step_screenshot_reaches_the_judge(tmp_path):

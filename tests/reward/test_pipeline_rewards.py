@@ -40,7 +40,7 @@ async def test_process_and_outcome_share_one_pipeline_run_per_rollout():
     prompts, completions = group("Find the cheapest flight", 4)
     proc, outc = await asyncio.gather(r.process(prompts, completions), r.outcome(prompts, completions))
     judge = reward_fakes.SCRIPTED
-    assert outc == [1.0] * 4 and all(p is not None and 0.0 <= p <= 1.0 for p in proc)
+    assert outc == [1.0] * 4 and proc == [1.0] * 4  # the scripted rescoring gives every criterion full marks
     assert len(judge.requests_for("outcome")) == 4  # one outcome call per rollout, not per reward
     assert len(judge.requests_for("rubric")) == 1  # group awareness: one rubric for the G rollouts
     assert r.process.session.runs == 4
@@ -131,3 +131,32 @@ async def test_failed_side_effects_or_rescoring_give_none_not_a_float():
     r = rewards({"side_effects": JudgeUnavailableError("down", stage="side_effects")}, none_if_degraded=[])
     prompts, completions = group("Task lenient", 2)
     assert await r.outcome(prompts, completions) == [1.0, 1.0]
+
+
+async def test_outage_in_most_votes_is_none_not_a_zero_reward():
+    """V=3 and the outcome votes of every rollout go [failed, failed, yes]: the old majority counted
+    the failures as no and returned outcome 0.0; an outage is not a verdict, so every reward is None
+    and the reason is in the logged columns."""
+    answers: dict[str, list] = {}
+
+    def vote(messages, _o):  # per rollout (its final answer is in the prompt): fail, fail, yes
+        text = "\n".join(getattr(p, "text", "") for m in messages for p in m.content)
+        key = next(a for a in ("answer 0", "answer 1") if a in text)
+        got = answers.setdefault(key, [])
+        got.append(None)
+        if len(got) < 3:
+            return JudgeUnavailableError("connection refused", stage="outcome")
+        return {"primary_intent": "p", "reasoning": "yes", "success": True}
+
+    r = rewards({"outcome": vote}, verifier={"votes": 3})
+    prompts, completions = group("Find the cheapest flight", 2)
+    extra: dict = {}
+    metrics: dict = {}
+    proc, outc = await asyncio.gather(
+        r.process(prompts, completions), r.outcome(prompts, completions, log_extra=lambda c, v: extra.setdefault(c, v),
+                                                   log_metric=lambda k, v: metrics.setdefault(k, v)))
+    assert outc == [None, None] and proc == [None, None]
+    assert {len(v) for v in answers.values()} == {3}  # three votes asked per rollout, once for both rewards
+    assert all(v.startswith("unscored: JudgeUndecidedError: [outcome] only 1 of 3 outcome votes are valid")
+               for v in extra["uv_outcome/outcome_reasoning"])
+    assert metrics["uv_outcome/failure_rate"] == 1.0

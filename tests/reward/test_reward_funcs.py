@@ -256,7 +256,7 @@ async def test_degraded_stage_in_none_if_degraded_gives_none_and_counts_as_failu
     prompts, completions, task_ids = batch()
     f = UVProcessReward(settings().model_copy(update={"verify_fn": degraded_verify}))
     out = await f(prompts, completions, task_id=task_ids, log_metric=rec.log_metric, log_extra=rec.log_extra)
-    assert out[:3] == [None] * 3 and all(isinstance(v, float) for v in out[3:])  # relevance: mild
+    assert out[:3] == [None] * 3 and out[3:] == pytest.approx([0.1, 0.2, 0.3])  # relevance: mild
     assert rec.metrics["uv_process/failure_rate"] == [0.5]
     assert rec.metrics["uv_process/degraded_none_rate"] == [0.5]
     assert rec.extra["uv_process/first_failure_step"][0] == "unscored: degraded side_effects"
@@ -280,3 +280,68 @@ async def test_result_without_process_score_gives_none_for_process_rewards_only(
     assert await UVProcessReward(s)(prompts, completions, task_id=task_ids) == [None, None]
     assert await UVCombinedReward(s)(prompts, completions, task_id=task_ids) == [None, None]
     assert await UVOutcomeReward(s)(prompts, completions, task_id=task_ids) == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("depth", [300, 1_200, 100_000])
+async def test_deeply_nested_policy_arguments_give_none_for_that_row_only(depth):
+    """Issue 14 defect 2 at the TRL boundary: the reward call returns (never raises), the deep row
+    is None with its reason logged, the other rows are scored exactly as usual."""
+    prompts, completions, task_ids = batch(1, 3)
+    deep = '{"a": ' * depth + "1" + "}" * depth
+    completions[1][0]["tool_calls"] = [{"type": "function", "function": {"name": "click", "arguments": deep}}]
+    rec = Recorder()
+    p, o = make_uv_rewards(settings())[:2]
+    kw = {"task_id": task_ids, "log_metric": rec.log_metric, "log_extra": rec.log_extra}
+    proc, outc = await asyncio.gather(p(prompts, completions, **kw), o(prompts, completions, **kw))
+    assert proc == pytest.approx([0.1, None, 0.3]) and outc == [1.0, None, 1.0]
+    assert len(reward_fakes.CALLS) == 2  # the deep row never reached the verifier
+    assert rec.metrics["uv_process/invalid_input_rate"] == [pytest.approx(1 / 3)]
+    assert rec.metrics["uv_process/judge_unavailable_rate"] == [0.0]
+    reason = rec.extra["uv_outcome/outcome_reasoning"][1]
+    assert reason.startswith("unscored: TrajectoryError:") and "nested deeper than 32 levels" in reason
+
+
+# ---- mutants that survived the suite (issue 14, section 3) --------------------------------------
+def _text_rollouts(*answers: str):
+    """Rollouts of one prompt that make no tool call and differ only in their final answer."""
+    return ([[{"role": "user", "content": "Book flight number 7"}]] * len(answers),
+            [[{"role": "assistant", "content": a}] for a in answers])
+
+
+async def test_rollouts_differing_only_in_their_answer_are_verified_apart():
+    prompts, completions = _text_rollouts("It costs $5", "It costs $9", "I could not find it")
+    rec = Recorder()
+    out = await UVOutcomeReward(settings())(prompts, completions, log_extra=rec.log_extra)
+    assert out == [1.0, 1.0, 1.0] and len(reward_fakes.KEYS) == 3 and len(set(reward_fakes.KEYS)) == 3
+    assert rec.extra["uv_outcome/outcome_reasoning"] == [
+        "answer='It costs $5'", "answer='It costs $9'", "answer='I could not find it'"]  # one verdict each
+
+
+async def test_a_failed_rollout_is_not_asked_again_within_its_ttl():
+    """A dead judge is asked once per rollout per TTL, not by every reward that comes along."""
+    reward_fakes.FAIL_TASKS.add("task-0")
+    f = UVOutcomeReward(settings(failure_ttl_s=60.0))
+    prompts, completions, task_ids = batch(1, 1)
+    assert await f(prompts, completions, task_id=task_ids) == [None]
+    reward_fakes.FAIL_TASKS.clear()  # the judge is back, but the failure is still fresh
+    assert await f(prompts, completions, task_id=task_ids) == [None]
+    assert len(reward_fakes.CALLS) == 1
+
+
+async def test_finished_results_are_an_lru_bounded_by_cache_size():
+    f = UVOutcomeReward(settings(cache_size=2))
+    prompts, completions = _text_rollouts("a", "b", "c", "d")
+
+    async def score(*rows: int) -> None:
+        await f([prompts[i] for i in rows], [completions[i] for i in rows])
+
+    await score(0)
+    await score(1)
+    await score(0)  # a hit: "a" becomes the most recent
+    assert len(reward_fakes.CALLS) == 2
+    await score(2)  # evicts "b", the least recently used
+    assert len(f.session._done) == 2
+    await score(0)
+    assert len(reward_fakes.CALLS) == 3  # "a" was kept
+    await score(1)
+    assert len(reward_fakes.CALLS) == 4 and len(f.session._done) == 2  # "b" was not

@@ -46,7 +46,7 @@ def cache_key(*, model: str, messages: list[Message], schema: dict[str, Any], mo
     """sha256 over a canonical JSON of the request, with images replaced by their hashes."""
     msgs = []
     for msg in messages:
-        parts = []
+        parts: list[dict[str, Any]] = []
         for part in msg.content:
             if part.type == "text":
                 parts.append({"text": part.text})

@@ -56,6 +56,13 @@ class JudgeConfig(BaseModel):
     """Most random seconds added to each transport backoff (de-synchronises many clients)."""
     retry_after_max_s: float = Field(default=60.0, ge=0)
     """Cap on a server's ``Retry-After`` (429/503); the header is honoured up to this."""
+    breaker_failures: int = Field(default=10, ge=0)
+    """Consecutive transport failures (timeouts, refused/reset connections, 5xx, malformed 200s)
+    of one endpoint that open its circuit breaker: calls then fail fast with
+    ``JudgeCircuitOpenError`` instead of retrying a judge that is down (0: no breaker)."""
+    breaker_cooldown_s: float = Field(default=30.0, gt=0)
+    """Seconds an open circuit refuses requests; then one probe request tests the endpoint
+    (success closes the circuit, failure opens it again)."""
     structured_output: Literal["json_schema", "json_object"] = "json_schema"
     """``json_schema``: constrained decoding via ``response_format`` (vLLM, OpenAI). ``json_object``:
     fallback for providers without it; the schema goes into the system prompt and the reply is

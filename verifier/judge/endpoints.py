@@ -11,6 +11,11 @@ against id reuse), and pools of closed loops are dropped.
 
 Load spreading: each attempt goes to the endpoint with the fewest requests in flight or queued
 (ties rotate), and an attempt after a connection error avoids the endpoint that just failed.
+
+Faults: timeouts, refused or reset connections, 408/409/429, 5xx and HTTP 200 replies whose body is
+not a chat completion (a proxy's HTML page, truncated JSON: `MalformedReply`) are retried; each
+endpoint has a `CircuitBreaker` (shared across loops) so a judge that is down fails fast
+(`CircuitOpen`) instead of costing every call the whole retry ladder.
 """
 from __future__ import annotations
 
@@ -25,13 +30,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from .breaker import CircuitBreaker
 from .config import JudgeConfig
+from .deadline import time_left
 
 log = logging.getLogger("cua_verifier.judge")
 
 _RETRYABLE_STATUS = {408, 409, 429}
+#: How often a caller re-checks a half-open endpoint whose probe is in flight.
+PROBE_POLL_S = 0.02
+#: An attempt with less time than this left before the deadline is not sent.
+MIN_ATTEMPT_S = 0.05
+
+
+class MalformedReply(Exception):
+    """An HTTP 200 whose body is not an OpenAI chat completion: a transport fault, retried."""
+
+
+class CircuitOpen(Exception):
+    """No endpoint may be asked now: every circuit breaker is open (see `breaker`)."""
+
+
+class DeadlinePassed(Exception):
+    """The time budget of the enclosing `deadline` ran out before this attempt could start."""
 
 
 @dataclass
@@ -49,6 +73,7 @@ class Endpoint:
     url: str
     client: openai.AsyncOpenAI
     semaphore: asyncio.Semaphore
+    breaker: CircuitBreaker
     in_flight: int = 0  # waiting for the semaphore + running
 
 
@@ -61,8 +86,8 @@ class _LoopPool:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Timeouts, connection errors, 408/409/429 and 5xx are worth retrying; nothing else is."""
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+    """Timeouts, connection errors, 408/409/429, 5xx and malformed 200s are worth retrying."""
+    if isinstance(exc, (openai.APIConnectionError, MalformedReply)):  # includes APITimeoutError
         return True
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
@@ -94,6 +119,9 @@ class EndpointPool:
         self.config = config
         self._pools: dict[int, _LoopPool] = {}
         self._lock = threading.Lock()
+        # per endpoint URL, not per loop: an outage is seen by every loop of the process
+        self.breakers = {url: CircuitBreaker(config.breaker_failures, config.breaker_cooldown_s)
+                         for url in config.base_urls}
 
     # ---- per-loop state -----------------------------------------------------------------------
     def _pool(self) -> _LoopPool:
@@ -105,6 +133,7 @@ class EndpointPool:
             self._drop_dead_pools()
             key = self.config.api_key()
             endpoints = [Endpoint(url=url, semaphore=asyncio.Semaphore(self.config.max_concurrency),
+                                  breaker=self.breakers[url],
                                   client=openai.AsyncOpenAI(base_url=url, api_key=key, max_retries=0,
                                                             timeout=self.config.timeout_s))
                          for url in self.config.base_urls]
@@ -119,14 +148,24 @@ class EndpointPool:
                 del self._pools[loop_id]  # its connections died with the loop
 
     def pick(self, avoid: str | None = None) -> Endpoint:
-        """Least in flight; ties rotate; `avoid` (the endpoint that just refused) if possible."""
+        """Least in flight; ties rotate; `avoid` (the endpoint that just refused) if possible;
+        only endpoints whose breaker lets a request through.
+
+        Raises:
+            CircuitOpen: every endpoint's circuit is open.
+        """
         pool = self._pool()
-        candidates = [e for e in pool.endpoints if e.url != avoid] or pool.endpoints
-        n = len(candidates)
+        n = len(pool.endpoints)
         start = pool.turn % n
         pool.turn += 1
-        order = candidates[start:] + candidates[:start]
-        return min(order, key=lambda e: e.in_flight)
+        order = sorted(pool.endpoints[start:] + pool.endpoints[:start],
+                       key=lambda e: (e.url == avoid, e.in_flight))  # stable: ties keep the rotation
+        for endpoint in order:
+            if endpoint.breaker.acquire():
+                return endpoint
+        waits = ", ".join(f"{e.url} (retry in {e.breaker.retry_in():.1f}s; last: {e.breaker.last_failure})"
+                          for e in pool.endpoints)
+        raise CircuitOpen(f"circuit open for every judge endpoint after repeated failures: {waits}")
 
     async def aclose(self) -> None:
         """Close the current loop's clients; forget pools of other loops."""
@@ -151,9 +190,12 @@ class EndpointPool:
             exc = state.outcome.exception() if state.outcome else None
             asked = retry_after_s(exc)
             if asked is not None:
-                return min(asked, cfg.retry_after_max_s)
-            backoff = cfg.backoff_initial_s * 2 ** (state.attempt_number - 1)
-            return min(backoff, cfg.backoff_max_s) + random.uniform(0, cfg.backoff_jitter_s)
+                delay = min(asked, cfg.retry_after_max_s)
+            else:
+                backoff = cfg.backoff_initial_s * 2 ** (state.attempt_number - 1)
+                delay = min(backoff, cfg.backoff_max_s) + random.uniform(0, cfg.backoff_jitter_s)
+            left = time_left()
+            return delay if left is None else max(0.0, min(delay, left))  # wake at the deadline
 
         def warn(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
@@ -164,9 +206,12 @@ class EndpointPool:
         retrying = AsyncRetrying(stop=stop_after_attempt(cfg.transport_retries + 1), wait=wait,
                                  retry=retry_if_exception(is_transient), before_sleep=warn, reraise=True)
         response = None
-        async for attempt in retrying:
+        async for attempt in retrying:  # CircuitOpen is not transient: it ends the loop at once
             with attempt:
-                endpoint = self.pick(avoid[0])
+                left = time_left()
+                if left is not None and left < MIN_ATTEMPT_S:
+                    raise DeadlinePassed(f"time budget spent after {tally.attempts} requests")
+                endpoint = await self._acquire(avoid[0])
                 try:
                     response = await self._once(endpoint, request, tally)
                 except openai.APIConnectionError:  # refused or timed out: try another replica next
@@ -174,18 +219,69 @@ class EndpointPool:
                     raise
         return response
 
+    async def _acquire(self, avoid: str | None) -> Endpoint:
+        """`pick`, but while an endpoint's probe is in flight wait for its verdict rather than fail:
+        when a judge comes back, the calls queued behind the probe go through instead of failing."""
+        while True:
+            try:
+                return self.pick(avoid)
+            except CircuitOpen:
+                if not any(b.probing for b in self.breakers.values()):
+                    raise
+            await asyncio.sleep(PROBE_POLL_S)
+
     async def _once(self, endpoint: Endpoint, request: dict[str, Any], tally: Tally) -> Any:
+        """One HTTP request on an endpoint whose breaker granted it; tells the breaker how it went."""
+        breaker = endpoint.breaker
         endpoint.in_flight += 1
         try:
             async with endpoint.semaphore:
+                left = time_left()  # the HTTP timeout never outlasts the deadline: the breaker sees it
+                if left is not None and left < request["timeout"]:
+                    request = {**request, "timeout": max(left, MIN_ATTEMPT_S)}
                 tally.attempts += 1
                 start = time.monotonic()
                 try:
-                    return await endpoint.client.chat.completions.create(**request)
+                    response = await _post(endpoint, request)
                 finally:
                     tally.latency_s += time.monotonic() - start
+        except openai.APIStatusError as exc:  # the server answered: only a 5xx says it is unwell
+            if exc.status_code >= 500:
+                breaker.failure(describe(exc))
+            else:
+                breaker.success()
+            raise
+        except (openai.APIConnectionError, MalformedReply) as exc:
+            breaker.failure(describe(exc))
+            raise
+        except BaseException:  # cancelled by a deadline, or a bug: no evidence either way
+            breaker.release()
+            raise
         finally:
             endpoint.in_flight -= 1
+        breaker.success()
+        return response
+
+
+async def _post(endpoint: Endpoint, request: dict[str, Any]) -> ChatCompletion:
+    try:
+        response = await endpoint.client.chat.completions.create(**request)
+    except ValueError as exc:  # the SDK could not decode a JSON-typed 200 body (truncated JSON)
+        raise MalformedReply(f"HTTP 200 from {endpoint.url} whose body is not valid JSON: {exc}") from exc
+    check_completion(response)
+    return response
+
+
+def check_completion(response: Any) -> None:
+    """Raise `MalformedReply` unless `response` is a chat completion with a list of choices.
+
+    The SDK returns the body as a plain string when a 200 is not JSON-typed (a proxy's HTML error
+    page), and a model built without validation from a JSON object of the wrong shape.
+    """
+    if isinstance(response, ChatCompletion) and isinstance(getattr(response, "choices", None), list):
+        return
+    snippet = response[:120] if isinstance(response, str) else type(response).__name__
+    raise MalformedReply(f"HTTP 200 whose body is not a chat completion: {snippet!r}")
 
 
 def describe(exc: BaseException | None) -> str:
@@ -196,4 +292,6 @@ def describe(exc: BaseException | None) -> str:
         return f"timeout from {exc.request.url}"
     if isinstance(exc, openai.APIConnectionError):
         return f"connection error to {exc.request.url}"
+    if isinstance(exc, (MalformedReply, CircuitOpen, DeadlinePassed)):
+        return str(exc)
     return repr(exc)

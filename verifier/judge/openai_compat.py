@@ -32,11 +32,27 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel
 
-from ..errors import JudgeError, JudgeInvalidOutputError, JudgeTruncatedError, JudgeUnavailableError
+from ..errors import (
+    JudgeCircuitOpenError,
+    JudgeDeadlineError,
+    JudgeError,
+    JudgeInvalidOutputError,
+    JudgeMalformedResponseError,
+    JudgeTruncatedError,
+    JudgeUnavailableError,
+)
 from .base import Message, Reply, Sampling, Usage
 from .cache import ResponseCache, cache_key, cacheable
 from .config import JudgeConfig
-from .endpoints import EndpointPool, Tally, describe, is_transient
+from .endpoints import (
+    CircuitOpen,
+    DeadlinePassed,
+    EndpointPool,
+    MalformedReply,
+    Tally,
+    describe,
+    is_transient,
+)
 from .images import ImageEncoder
 from .schema import (
     ReplyParseError,
@@ -82,7 +98,10 @@ class OpenAICompatJudge:
         """One logical call: cached reply, or transport + re-ask until a valid `output_model`.
 
         Raises:
-            JudgeUnavailableError: transport failures outlived ``transport_retries``.
+            JudgeUnavailableError: transport failures outlived ``transport_retries``
+                (`JudgeMalformedResponseError` when the last was a 200 that is not a chat
+                completion; `JudgeCircuitOpenError` when the breaker refused to send at all;
+                `JudgeDeadlineError` when the enclosing `deadline` ran out).
             JudgeTruncatedError: the last reply hit ``max_tokens``.
             JudgeInvalidOutputError: replies stayed invalid for ``reask_retries`` re-asks.
             JudgeError: a non-retryable HTTP error (e.g. 400, 401, 404).
@@ -202,19 +221,25 @@ class OpenAICompatJudge:
             log.warning("judge context too small for max_tokens=%d (stage=%s); retrying with %d",
                         request["max_tokens"], stage, fit)
             request["max_tokens"] = fit
-        except (ValueError, openai.APIError) as exc:
+        except (openai.APIError, MalformedReply, CircuitOpen, DeadlinePassed) as exc:
             raise self._mapped(exc, tally, stage, last_raw) from exc
         try:
             return await self._pool.send(request, tally, stage=stage)
-        except (ValueError, openai.APIError) as exc:
+        except (openai.APIError, MalformedReply, CircuitOpen, DeadlinePassed) as exc:
             raise self._mapped(exc, tally, stage, last_raw) from exc
 
     def _mapped(self, exc: Exception, tally: Tally, stage: str, last_raw: str | None) -> JudgeError:
         """The typed error for an SDK/transport exception."""
-        if not isinstance(exc, openai.APIError):  # a 200 whose body is not JSON: a proxy page, a wrong URL
-            return JudgeUnavailableError(
-                f"malformed HTTP response from the judge endpoint (not an OpenAI-compatible server?): {exc}",
-                stage=stage, last_reply=last_raw, usage=_usage(tally))
+        if isinstance(exc, DeadlinePassed):
+            return JudgeDeadlineError(f"judge call not finished within its deadline: {exc}", stage=stage,
+                                      last_reply=last_raw, usage=_usage(tally))
+        if isinstance(exc, CircuitOpen):
+            return JudgeCircuitOpenError(f"judge not asked: {exc}", stage=stage, last_reply=last_raw,
+                                         usage=_usage(tally))
+        if isinstance(exc, MalformedReply):  # a proxy page, a wrong URL, a cut connection
+            return JudgeMalformedResponseError(
+                f"malformed HTTP response from the judge endpoint after {tally.attempts} requests "
+                f"(not an OpenAI-compatible server?): {exc}", stage=stage, last_reply=last_raw, usage=_usage(tally))
         if is_transient(exc):
             return JudgeUnavailableError(f"judge unavailable after {tally.attempts} requests: {describe(exc)}",
                                          stage=stage, last_reply=last_raw, usage=_usage(tally))
