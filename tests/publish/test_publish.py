@@ -71,11 +71,13 @@ def no_decode(monkeypatch):
     return calls
 
 
-def test_scored_dataset_keeps_input_columns_and_image_bytes_without_decoding(tmp_path, no_decode):
+@pytest.mark.parametrize("streaming", [False, True])
+def test_scored_dataset_keeps_input_columns_and_image_bytes_without_decoding(tmp_path, no_decode, streaming):
     src, rows = make_source(tmp_path / "rollouts.parquet")
     pub = tmp_path / "pub"
     reward_fakes.FAIL_TASKS.add("t2")
-    out = ["--out", str(tmp_path / "scores.parquet"), "--publish-dir", str(pub)]
+    out = ["--out", str(tmp_path / "scores.parquet"), "--publish-dir", str(pub),
+           *(["--streaming"] if streaming else [])]
     assert run_cli([str(src), *out, "--limit", "2"]) == 0  # a partial run publishes what it has
     assert len(datasets.load_dataset("parquet", data_files=str(pub / "data" / "*.parquet"),
                                      cache_dir=str(tmp_path / "cache"))["train"]) == 2
