@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import json
 import shutil
 
 import pytest
@@ -208,3 +209,37 @@ def test_undecoded_images_reaches_nested_image_features():
     assert image_columns(out) == [] and out.features["d"] == feats["d"]
     row = out[0]
     assert row["a"]["bytes"] == png(1) and row["b"][0]["bytes"] == png(2) and row["c"]["img"]["bytes"] == png(3)
+
+
+SEEN_SHOTS: list[bytes] = []
+
+
+async def capture_verify(trajectory, config=None, *, judge, cache=None):
+    """fake_verify that also keeps the screenshot bytes the verifier was handed."""
+    SEEN_SHOTS.extend(s.bytes() for s in trajectory.screenshots)
+    return await reward_fakes.fake_verify(trajectory, config, judge=judge, cache=cache)
+
+
+def test_benchmark_rows_reach_the_verifier_with_the_stored_screenshot_bytes(tmp_path, no_decode):
+    """CUAVerifierBench-shaped rows (a list of `Image` screenshots): the verifier gets the PNG bytes
+    as stored, not a PIL decode re-encoded, and the published copy keeps them too."""
+    SEEN_SHOTS.clear()
+    log = "\n".join(json.dumps({"action": "click", "arguments": {"x": i}, "url": "https://shop.example"})
+                    for i in range(2))
+    feats = datasets.Features({"task_id": datasets.Value("string"), "instruction": datasets.Value("string"),
+                               "web_surfer_log": datasets.Value("string"), "final_answer": datasets.Value("string"),
+                               "screenshots": datasets.List(datasets.Image())})
+    rows = [{"task_id": f"bench-{k}", "instruction": "Find the kettle price", "web_surfer_log": log,
+             "final_answer": "$24", "screenshots": [{"bytes": png(3 * k + j), "path": None} for j in range(3)]}
+            for k in range(2)]
+    src = tmp_path / "bench.parquet"
+    datasets.Dataset.from_list(rows, features=feats).to_parquet(str(src))
+    s = RewardSettings(verify_fn=capture_verify, judge_factory=reward_fakes.fake_judge, cache_factory=None)
+    assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl"), "--publish-dir", str(tmp_path / "pub")], s) == 0
+    stored = [shot["bytes"] for r in rows for shot in r["screenshots"]]
+    assert sorted(SEEN_SHOTS) == sorted(stored)  # byte-identical: never re-encoded
+    assert no_decode["datasets"] == 0
+    (shard,) = (tmp_path / "pub" / "data").glob("*.parquet")
+    got = pq.read_table(shard).to_pylist()
+    assert [s["bytes"] for r in got for s in r["screenshots"]] == stored
+    assert [r["uv_id"] for r in got] == ["bench-0", "bench-1"]
