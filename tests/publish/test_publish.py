@@ -112,9 +112,10 @@ def test_dataset_card_records_judge_counts_reasons_and_no_secrets(tmp_path):
     assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl"), "--publish-dir", str(tmp_path / "pub")], s) == 0
     text = (tmp_path / "pub" / "README.md").read_text()
     assert text.startswith("---\n") and "sekrit" not in text and "10.0.0.7" not in text
+    assert str(tmp_path) not in text  # no local paths in a card meant for the public
     meta = yaml.safe_load(text.split("---\n")[1])
     uv = meta["cua_verifier"]
-    assert uv["judge_model"] == "judge-m" and uv["source"] == str(src)
+    assert uv["judge_model"] == "judge-m" and uv["source"] == "rollouts.parquet"
     assert uv["counts"] == {"total": 3, "scored": 2, "unscored": 1}
     assert uv["unscored_reasons"] == {"JudgeUnavailableError": 1}
     assert meta["configs"][0]["data_files"] == [{"split": "train", "path": "data/train-*"}]
@@ -243,3 +244,14 @@ def test_benchmark_rows_reach_the_verifier_with_the_stored_screenshot_bytes(tmp_
     got = pq.read_table(shard).to_pylist()
     assert [s["bytes"] for r in got for s in r["screenshots"]] == stored
     assert [r["uv_id"] for r in got] == ["bench-0", "bench-1"]
+
+
+def test_publishing_without_datasets_fails_when_the_flags_are_parsed(monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "datasets" else real(name, *a))
+    for flag in ("--publish-dir", "--push-to-hub"):
+        with pytest.raises(SystemExit) as exc:
+            build_parser().parse_args(["score-dataset", "src.parquet", "--out", "o.jsonl", flag, "x"])
+        assert exc.value.code == 2 and "cua-verifier[bench]" in capsys.readouterr().err

@@ -72,13 +72,12 @@ def build(args: argparse.Namespace, records: list[ScoreRecord]) -> tuple[Any, li
     """(scored Dataset, input columns kept, the records published in row order)."""
     import datasets
 
-    from ..cli.score_dataset_cmd import DATA_SUFFIXES, _is_native_jsonl, load_rows
+    from ..cli.score_dataset_cmd import _is_native_jsonl, load_rows
 
     path = Path(args.source)
     folder = path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl")
                                and _is_native_jsonl(path))
-    if folder or path.suffix.lower() not in DATA_SUFFIXES and path.exists():
-        # trajectories on disk have no input columns to keep: the results alone
+    if folder:  # trajectories on disk have no input columns to keep: the results alone
         return datasets.Dataset.from_dict(result_columns(records), features=_result_features()), [], records
     # Never streamed and never decoded: the source is memory-mapped and joined at the Arrow level.
     src = load_rows(args.source, split=args.split, name=args.name, streaming=False, undecoded=False)
@@ -148,7 +147,9 @@ def publish(args: argparse.Namespace, settings: Any, records: list[ScoreRecord])
         datasets.disable_progress_bars()
     ds, inputs, kept = build(args, records)
     summary = summarize(kept)
-    meta = card_metadata(source=args.source, split=args.split, summary=summary, records=kept,
+    # a local source is named by its file name only: the card must not publish the user's paths
+    source = Path(args.source).name if Path(args.source).exists() else args.source
+    meta = card_metadata(source=source, split=args.split, summary=summary, records=kept,
                          settings=settings, columns=list(ds.column_names))
     card = render_card(meta, input_columns=inputs)
     report: dict[str, Any] = {"rows": len(ds), "columns": list(ds.column_names)}
