@@ -118,7 +118,7 @@ def test_dataset_card_records_judge_counts_reasons_and_no_secrets(tmp_path):
     assert uv["judge_model"] == "judge-m" and uv["source"] == "rollouts.parquet"
     assert uv["counts"] == {"total": 3, "scored": 2, "unscored": 1}
     assert uv["unscored_reasons"] == {"JudgeUnavailableError": 1}
-    assert meta["configs"][0]["data_files"] == [{"split": "train", "path": "data/train-*"}]
+    assert uv["split"] == "train" and "cua-verifier" in meta["tags"]
     assert "| 3 | 2 | 1 |" in text
 
 
@@ -255,3 +255,23 @@ def test_publishing_without_datasets_fails_when_the_flags_are_parsed(monkeypatch
         with pytest.raises(SystemExit) as exc:
             build_parser().parse_args(["score-dataset", "src.parquet", "--out", "o.jsonl", flag, "x"])
         assert exc.value.code == 2 and "cua-verifier[bench]" in capsys.readouterr().err
+
+
+def test_images_stored_as_paths_are_published_as_their_file_bytes(tmp_path):
+    """A path-only image would not travel to the hub: it is embedded (read, not decoded)."""
+    shot = tmp_path / "shot.png"
+    shot.write_bytes(png(7))
+    feats = datasets.Features({"id": datasets.Value("string"), "trajectory": datasets.Value("string"),
+                               "screenshot": datasets.Image()})
+    row = {"id": "p0", "trajectory": Trajectory(task=Task(id="t0", instruction="x"), final_answer="a").to_json(),
+           "screenshot": {"bytes": None, "path": str(shot)}}
+    src = tmp_path / "paths.parquet"
+    datasets.Dataset.from_list([row], features=feats).to_parquet(str(src))
+    assert pq.read_table(src).to_pylist()[0]["screenshot"]["bytes"] is None  # the source holds a path only
+    pub = tmp_path / "pub"
+    assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl"), "--publish-dir", str(pub), "--split", "dev"]) == 0
+    (shard,) = (pub / "data").glob("dev-00000-of-00001.parquet")
+    (got,) = pq.read_table(shard).to_pylist()
+    assert got["screenshot"] == {"bytes": png(7), "path": "shot.png"}
+    ds = datasets.load_dataset(str(pub), split="dev", cache_dir=str(tmp_path / "cache"))  # split from the name
+    assert ds["uv_id"] == ["p0"]

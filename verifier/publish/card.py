@@ -51,17 +51,18 @@ def provenance(records: Iterable[ScoreRecord]) -> dict[str, Any]:
 
 def card_metadata(*, source: str, split: str, summary: dict[str, Any], records: list[ScoreRecord],
                   settings: Any, columns: list[str]) -> dict[str, Any]:
-    """The YAML header: hub metadata (configs, tags) plus the `cua_verifier` provenance block."""
+    """The YAML header: hub tags plus the `cua_verifier` provenance block (of the split just written)."""
     from .. import __version__
 
     facts = provenance(records)
     judge = dict(getattr(settings, "judge", None) or {})
     return {
+        # no `configs`: files named data/<split>-NNNNN-of-NNNNN.parquet are found by their names, so a
+        # repo can hold several splits published by several runs
         "tags": ["cua-verifier", "computer-use", "reward-model"],
-        "configs": [{"config_name": "default",
-                     "data_files": [{"split": split, "path": f"data/{split}-*"}]}],
         "cua_verifier": {
             "version": __version__,
+            "split": split,
             "source": source,
             "judge_model": judge.get("model"),
             "models": facts["models"],
