@@ -160,7 +160,7 @@ def test_push_to_hub_uploads_the_same_folder(tmp_path, monkeypatch):
     (c1, c2) = calls
     assert c1[:2] == ("create_repo", "me/scored") and c1[2]["repo_type"] == "dataset" and c1[2]["private"]
     assert c2[:2] == ("upload_folder", "me/scored") and c2[2]["repo_type"] == "dataset"
-    assert c2[2]["delete_patterns"] == ["data/train-*"]
+    assert c2[2]["delete_patterns"] == ["data/train-[0-9][0-9][0-9][0-9][0-9]-of-*.parquet"]
     assert sorted(p.relative_to(hub).as_posix() for p in hub.rglob("*") if p.is_file()) == \
         ["README.md", "data/train-00000-of-00001.parquet"]
     ds = datasets.load_dataset(str(hub), split="train", cache_dir=str(tmp_path / "cache")).cast_column("screenshot", datasets.Image(decode=False))
@@ -275,3 +275,21 @@ def test_images_stored_as_paths_are_published_as_their_file_bytes(tmp_path):
     assert got["screenshot"] == {"bytes": png(7), "path": "shot.png"}
     ds = datasets.load_dataset(str(pub), split="dev", cache_dir=str(tmp_path / "cache"))  # split from the name
     assert ds["uv_id"] == ["p0"]
+
+
+def test_shard_runs_publish_their_own_files_into_one_dataset(tmp_path):
+    """N `--shard I/N` processes publishing to one place: each replaces its own files only."""
+    src, rows = make_source(tmp_path / "rollouts.parquet", n=6)
+    pub = tmp_path / "pub"
+    for i in (0, 1, 0):  # shard 0 again (a resumed run): it replaces its file, not shard 1's
+        assert run_cli([str(src), "--out", str(tmp_path / f"o{i}.jsonl"), "--shard", f"{i}/2",
+                        "--publish-dir", str(pub)]) == 0
+    names = sorted(p.name for p in (pub / "data").iterdir())
+    assert names == ["train-00000-of-00002.parquet", "train-00001-of-00002.parquet"]
+    ds = datasets.load_dataset(str(pub), split="train", cache_dir=str(tmp_path / "cache"))
+    assert sorted(ds["id"]) == sorted(ds["uv_id"]) == [r["id"] for r in rows]  # each row exactly once
+    assert sorted(reward_fakes.CALLS) == [f"t{k}" for k in range(6)]
+    assert "shard: 0/2" in (pub / "README.md").read_text()
+    # an unsharded run owns the whole split: the shard files give way to its own
+    assert run_cli([str(src), "--out", str(tmp_path / "all.jsonl"), "--publish-dir", str(pub)]) == 0
+    assert sorted(p.name for p in (pub / "data").iterdir()) == ["train-00000-of-00001.parquet"]

@@ -49,7 +49,7 @@ def provenance(records: Iterable[ScoreRecord]) -> dict[str, Any]:
             "verifier_config": _public(config) if config else None}
 
 
-def card_metadata(*, source: str, split: str, summary: dict[str, Any], records: list[ScoreRecord],
+def card_metadata(*, source: str, split: str, shard: str | None = None, summary: dict[str, Any], records: list[ScoreRecord],
                   settings: Any, columns: list[str]) -> dict[str, Any]:
     """The YAML header: hub tags plus the `cua_verifier` provenance block (of the split just written)."""
     from .. import __version__
@@ -63,6 +63,7 @@ def card_metadata(*, source: str, split: str, summary: dict[str, Any], records: 
         "cua_verifier": {
             "version": __version__,
             "split": split,
+            **({"shard": shard} if shard else {}),  # the counts are this shard's
             "source": source,
             "judge_model": judge.get("model"),
             "models": facts["models"],

@@ -105,23 +105,41 @@ def _embedded(shard: Any) -> Any:
         .with_format(None)
 
 
-def write_folder(ds: Any, folder: Path, split: str, card: str) -> list[Path]:
-    """`ds` as `data/<split>-*.parquet` shards plus README.md; stale shards of `split` removed first."""
+def file_names(split: str, parts: int, shard: tuple[int, int] | None) -> tuple[list[str], str]:
+    """(parquet file names, the glob of the files this run owns and replaces).
+
+    Unsharded: the hub's `<split>-NNNNN-of-NNNNN.parquet`, owning the whole split. With `--shard
+    I/N` the run owns `<split>-I-of-N*` only (a part suffix when it needs several files), so N shard
+    processes publishing to one folder or repo each replace their own files and never each other's;
+    both forms match the pattern `datasets` and the hub read splits by.
+    """
+    if shard is None:
+        names = [f"{split}-{j:05d}-of-{parts:05d}.parquet" for j in range(parts)]
+        return names, f"{split}-[0-9][0-9][0-9][0-9][0-9]-of-*.parquet"
+    stem = f"{split}-{shard[0]:05d}-of-{shard[1]:05d}"
+    names = [f"{stem}.parquet"] if parts == 1 else [f"{stem}-{j:05d}.parquet" for j in range(parts)]
+    return names, f"{stem}*.parquet"
+
+
+def write_folder(ds: Any, folder: Path, split: str, card: str,
+                 shard: tuple[int, int] | None = None) -> tuple[list[Path], str]:
+    """`ds` as `data/*.parquet` files plus README.md (this run's stale files removed first);
+    returns the files and the glob (under data/) of the files this run owns."""
     data = folder / "data"
     data.mkdir(parents=True, exist_ok=True)
-    for old in data.glob(f"{split}-*.parquet"):
+    parts = max(1, math.ceil(ds.data.nbytes / MAX_SHARD_BYTES))
+    names, owned = file_names(split, parts, shard)
+    for old in data.glob(owned):
         old.unlink()
-    n = max(1, math.ceil(ds.data.nbytes / MAX_SHARD_BYTES))
     paths = []
-    for i in range(n):
-        out = data / f"{split}-{i:05d}-of-{n:05d}.parquet"
-        _embedded(ds.shard(num_shards=n, index=i, contiguous=True)).to_parquet(str(out))
-        paths.append(out)
+    for j, name in enumerate(names):
+        _embedded(ds.shard(num_shards=parts, index=j, contiguous=True)).to_parquet(str(data / name))
+        paths.append(data / name)
     (folder / "README.md").write_text(card, encoding="utf-8")
-    return paths
+    return paths, owned
 
 
-def push(folder: Path, repo: str, split: str, *, private: bool = False) -> str:
+def push(folder: Path, repo: str, owned: str, *, private: bool = False) -> str:
     """Upload `folder` as dataset repo `repo` (created if missing); returns the commit URL."""
     from huggingface_hub import HfApi
 
@@ -129,7 +147,7 @@ def push(folder: Path, repo: str, split: str, *, private: bool = False) -> str:
     try:
         api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
         info = api.upload_folder(repo_id=repo, folder_path=str(folder), repo_type="dataset",
-                                 delete_patterns=[f"data/{split}-*"],
+                                 delete_patterns=[f"data/{owned}"],
                                  commit_message="cua-verifier score-dataset: scored rollouts")
     except (OSError, ValueError) as exc:  # HTTP errors, no token, an invalid repo id
         raise PublishError(f"cannot push to hub dataset {repo!r}: {type(exc).__name__}: {exc} "
@@ -145,22 +163,26 @@ def publish(args: argparse.Namespace, settings: Any, records: list[ScoreRecord])
 
     if getattr(args, "no_progress", False):
         datasets.disable_progress_bars()
+    from ..distributed.shard import parse_shard
+
+    shard = parse_shard(args.shard) if getattr(args, "shard", None) else None
     ds, inputs, kept = build(args, records)
     summary = summarize(kept)
     # a local source is named by its file name only: the card must not publish the user's paths
     source = Path(args.source).name if Path(args.source).exists() else args.source
-    meta = card_metadata(source=source, split=args.split, summary=summary, records=kept,
+    meta = card_metadata(source=source, split=args.split, shard=getattr(args, "shard", None), summary=summary, records=kept,
                          settings=settings, columns=list(ds.column_names))
     card = render_card(meta, input_columns=inputs)
     report: dict[str, Any] = {"rows": len(ds), "columns": list(ds.column_names)}
     with tempfile.TemporaryDirectory(prefix="cua-publish-") as tmp:
         folder = Path(args.publish_dir) if args.publish_dir else Path(tmp)
         try:
-            report["files"] = [str(p) for p in write_folder(ds, folder, args.split, card)]
+            paths, owned = write_folder(ds, folder, args.split, card, shard)
+            report["files"] = [str(p) for p in paths]
         except OSError as exc:
             raise PublishError(f"cannot write the scored dataset to {folder}: {exc}") from exc
         if args.publish_dir:
             report["folder"] = str(folder)
         if args.push_to_hub:
-            report["pushed"] = push(folder, args.push_to_hub, args.split, private=args.private)
+            report["pushed"] = push(folder, args.push_to_hub, owned, private=args.private)
     return report
