@@ -168,19 +168,25 @@ def test_push_to_hub_uploads_the_same_folder(tmp_path, monkeypatch):
     assert list(ds["uv_status"]) == ["scored", "scored"]
 
 
-def test_failed_push_is_a_clear_error_and_the_scores_are_kept(tmp_path, monkeypatch, capsys):
-    import huggingface_hub
+def test_unreachable_hub_is_a_clear_error_and_the_scores_are_kept(tmp_path, monkeypatch, capsys):
+    """The real hub client against a closed loopback port: an error naming the repo, exit 2."""
+    import socket
 
+    import huggingface_hub.constants
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
     src, _ = make_source(tmp_path / "rollouts.parquet", n=2)
-
-    def create_repo(self, repo_id, **kw):
-        raise OSError("401 Client Error: Unauthorized")
-
-    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", create_repo)
     assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl"), "--push-to-hub", "me/scored"]) == 2
     err = capsys.readouterr().err
-    assert "cannot push to hub dataset 'me/scored'" in err and "Unauthorized" in err
+    assert "cannot push to hub dataset 'me/scored'" in err and "rerun the same command" in err
     assert ResultWriter(tmp_path / "o.jsonl").done_ids() == {"r0", "r1"}
+    reward_fakes.CALLS.clear()
+    assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl"), "--publish-dir", str(tmp_path / "p")]) == 0
+    assert reward_fakes.CALLS == []  # the retry verifies nothing again
 
 
 def test_folder_source_publishes_the_results_with_a_card(tmp_path):

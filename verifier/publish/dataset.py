@@ -149,7 +149,7 @@ def push(folder: Path, repo: str, owned: str, *, private: bool = False) -> str:
         info = api.upload_folder(repo_id=repo, folder_path=str(folder), repo_type="dataset",
                                  delete_patterns=[f"data/{owned}"],
                                  commit_message="cua-verifier score-dataset: scored rollouts")
-    except (OSError, ValueError) as exc:  # HTTP errors, no token, an invalid repo id
+    except Exception as exc:  # any hub failure: HTTP/transport errors (httpx's are no OSError), no token, bad id
         raise PublishError(f"cannot push to hub dataset {repo!r}: {type(exc).__name__}: {exc} "
                            "(the scores are saved; rerun the same command to retry the push)") from exc
     return str(getattr(info, "commit_url", info))
@@ -170,8 +170,8 @@ def publish(args: argparse.Namespace, settings: Any, records: list[ScoreRecord])
     summary = summarize(kept)
     # a local source is named by its file name only: the card must not publish the user's paths
     source = Path(args.source).name if Path(args.source).exists() else args.source
-    meta = card_metadata(source=source, split=args.split, shard=getattr(args, "shard", None), summary=summary, records=kept,
-                         settings=settings, columns=list(ds.column_names))
+    meta = card_metadata(source=source, split=args.split, shard=getattr(args, "shard", None), summary=summary,
+                         records=kept, settings=settings, columns=list(ds.column_names))
     card = render_card(meta, input_columns=inputs)
     report: dict[str, Any] = {"rows": len(ds), "columns": list(ds.column_names)}
     with tempfile.TemporaryDirectory(prefix="cua-publish-") as tmp:
