@@ -82,7 +82,7 @@ def test_scored_dataset_keeps_input_columns_and_image_bytes_without_decoding(tmp
     assert run_cli([str(src), *out, "--limit", "2"]) == 0  # a partial run publishes what it has
     assert len(datasets.load_dataset("parquet", data_files=str(pub / "data" / "*.parquet"),
                                      cache_dir=str(tmp_path / "cache"))["train"]) == 2
-    assert run_cli([str(src), *out]) == 0  # resume: only the other two are verified
+    assert run_cli([str(src), *out]) == 3  # resume: only the other two are verified (3: one unscored)
     assert sorted(reward_fakes.CALLS) == ["t0", "t1", "t2", "t3"]
     assert no_decode == {"datasets": 0, "pil": 0}, "screenshots were decoded"
 
@@ -109,7 +109,7 @@ def test_dataset_card_records_judge_counts_reasons_and_no_secrets(tmp_path):
     src, _ = make_source(tmp_path / "rollouts.parquet", n=3)
     reward_fakes.FAIL_TASKS.add("t1")
     s = settings(model="judge-m", api_key="sekrit-123", base_urls=["http://10.0.0.7:8000/v1"])
-    assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl"), "--publish-dir", str(tmp_path / "pub")], s) == 0
+    assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl"), "--publish-dir", str(tmp_path / "pub")], s) == 3
     text = (tmp_path / "pub" / "README.md").read_text()
     assert text.startswith("---\n") and "sekrit" not in text and "10.0.0.7" not in text
     assert str(tmp_path) not in text  # no local paths in a card meant for the public

@@ -73,7 +73,7 @@ def test_score_dataset_records_deep_json_as_unscored(tmp_path):
                                       "--no-progress"])
     args.func(args, settings=settings)
     assert {k: r["status"] for k, r in records(tmp_path / "s.jsonl").items()} == {
-        ".#0": "unscored", ".#1": "scored"}
+        "single.jsonl#0": "unscored", "single.jsonl#1": "scored"}
 
 
 def test_inspect_shows_the_good_trajectory_and_names_the_bad_one(tmp_path, capsys):

@@ -15,13 +15,15 @@ import asyncio
 import json
 import logging
 import os
+import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..errors import CuaVerifierError, TrajectoryError
-from ..records import ResultWriter, ScoreRecord
+from ..records import ResultWriter, ScoreRecord, degraded_reason, degraded_stages
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +114,12 @@ def _guarded(trajs: Iterable[Any], rid: str, source: str) -> Iterator[Item]:
         except Exception as exc:  # noqa: BLE001 - a broken file must not stop the other sources
             yield failing(f"{rid}#{k}", source, exc)
             return
-        yield f"{rid}#{k}", source, (lambda t=traj: t)
+        yield f"{rid}#{k}", source, partial(_same, traj)
         k += 1
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def iter_native_file(path: Path, rid: str, outside: bool = False) -> Iterator[Item]:
@@ -127,6 +133,7 @@ def iter_native_file(path: Path, rid: str, outside: bool = False) -> Iterator[It
         yield failing(f"{rid}#0", str(path), TrajectoryError(f"cannot read trajectory file: {exc}",
                                                             file=str(path)))
         return
+    lines: list[tuple[int | None, str]]
     if path.suffix.lower() == ".jsonl":
         lines = [(no, line) for no, line in enumerate(text.splitlines(), start=1) if line.strip()]
     else:
@@ -149,20 +156,25 @@ def iter_native_file(path: Path, rid: str, outside: bool = False) -> Iterator[It
             continue
         for record in data if (no is None and isinstance(data, list)) else [data]:
             yield (f"{rid}#{k}", str(path) if no is None else f"{path}:{no}",
-                   lambda r=record, n=no: load_native_record(r, base_dir=base, file=str(path), line=n,
-                                                             allow_outside_screenshots=outside))
+                   partial(load_native_record, record, base_dir=base, file=str(path), line=no,
+                           allow_outside_screenshots=outside))
             k += 1
 
 
 # ---- the scoring loop -------------------------------------------------------------------------
 async def score_one(rid: str, desc: str, thunk: Callable[[], Any],
-                    verify_one: Callable[[Any], Awaitable[Any]]) -> ScoreRecord:
+                    verify_one: Callable[[Any], Awaitable[Any]],
+                    none_if_degraded: Collection[str] = ()) -> ScoreRecord:
     """Load and verify one item; any failure becomes its unscored record (the per-row function
-    the local loop and the Ray actors share)."""
+    the local loop and the Ray actors share). A result degraded in a stage of `none_if_degraded`
+    is unscored too (kept in the record, retried on rerun): the TRL reward's policy, offline."""
     t0 = time.monotonic()
     try:
         traj = await asyncio.to_thread(thunk)
         result = await verify_one(traj)
+        if weak := degraded_stages(result, none_if_degraded):
+            return ScoreRecord(id=rid, status="unscored", reason=degraded_reason(result, weak), source=desc,
+                               result=result, duration_s=time.monotonic() - t0)
         return ScoreRecord(id=rid, status="scored", source=desc, result=result,
                            duration_s=time.monotonic() - t0)
     except Unscored as exc:
@@ -177,25 +189,31 @@ async def score_one(rid: str, desc: str, thunk: Callable[[], Any],
 
 async def score_items(items: Iterable[Item], writer: ResultWriter,
                       verify_one: Callable[[Any], Awaitable[Any]], *, concurrency: int,
-                      progress: bool = True, total: int | None = None, unit: str = "traj") -> dict[str, int]:
+                      progress: bool = True, total: int | None = None, unit: str = "traj",
+                      none_if_degraded: Collection[str] = ()) -> dict[str, int]:
     """Score every item whose id is not already scored in `writer`; returns this run's counts.
 
     `verify_one(trajectory)` returns a result or raises (`Unscored(error)` for a failure it has
-    already handled); any failure becomes an unscored record with its reason.
+    already handled); any failure becomes an unscored record with its reason. A result that fell
+    back in a stage of `none_if_degraded` (the reward's setting: the reward would be None) is
+    recorded `unscored` with the result kept, so it is never averaged in and is retried on rerun.
     Items are pulled lazily (off the event loop) into a bounded queue, so a streamed dataset is
     never read ahead of the workers, and each record is written (fsync'ed) as soon as it is done.
     """
     from tqdm.auto import tqdm
 
     concurrency = max(1, concurrency)
-    done = writer.done_ids()
+    done = writer.done_ids()  # locks the log: a second run on the same file fails here, before any work
+    if (msg := writer.bad_lines_message()) is not None:
+        print(f"warning: {msg}", file=sys.stderr)
     counts = {"scored": 0, "unscored": 0, "skipped": 0}
     queue: asyncio.Queue = asyncio.Queue(maxsize=2 * concurrency)
     bar = tqdm(total=total, disable=not progress, unit=unit, dynamic_ncols=True, desc="scoring")
 
     async def worker() -> None:
         while (item := await queue.get()) is not None:
-            rec = await score_one(*item, verify_one)
+            rid, desc, thunk = item
+            rec = await score_one(rid, desc, thunk, verify_one, none_if_degraded)
             writer.write(rec)
             counts[rec.status] += 1
             bar.update(1)
@@ -208,8 +226,8 @@ async def score_items(items: Iterable[Item], writer: ResultWriter,
         if not task.done():
             task.cancel()
             for w in workers:
-                if w.done() and w.exception() is not None:
-                    raise w.exception()
+                if w.done() and (error := w.exception()) is not None:
+                    raise error
             raise RuntimeError("scoring workers stopped early")
 
     workers = [asyncio.create_task(worker()) for _ in range(concurrency)]

@@ -51,17 +51,31 @@ def _loaders(args: argparse.Namespace) -> Iterator[Callable[[], Trajectory]]:
             yield thunk
     else:
         for traj in load_trajectories(args.path, format=args.format, allow_outside_screenshots=outside):
-            yield lambda t=traj: t
+            yield _given(traj)
+
+
+def _given(traj: Trajectory) -> Callable[[], Trajectory]:
+    return lambda: traj
 
 
 def run(args: argparse.Namespace) -> int:
     out, failed, n = None, 0, 0
     try:
+        if args.format == "cuavb-parquet" or str(args.path).lower().endswith(".parquet"):
+            from ..errors import ConfigError
+            from ._preflight import require
+
+            try:
+                require("reading a .parquet file", "bench", "pyarrow")
+            except ConfigError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
         loaders = _loaders(args)
         if args.limit > 0:
             loaders = islice(loaders, args.limit)
         if args.write_native:
             out = open(args.write_native, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        written = 0
         for load in loaders:
             try:
                 traj = load()
@@ -72,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
                 continue
             if out is not None:
                 out.write(to_native(traj, embed=args.embed_images) + "\n")
+                written += 1
             if args.json:
                 print(json.dumps(info, ensure_ascii=False))
             else:
@@ -88,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if out is not None:
             out.close()
+    if out is not None:  # on stderr: stdout stays the summary (JSON lines with --json)
+        shots = "screenshots embedded" if args.embed_images else "screenshots by path"
+        print(f"wrote {written} trajectory record(s) in the native format to {args.write_native} ({shots})",
+              file=sys.stderr)
     if not n and not failed:
         print(f"error: {args.path}: holds no trajectory", file=sys.stderr)
         return 2

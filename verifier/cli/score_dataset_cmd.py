@@ -23,15 +23,17 @@ import json
 import logging
 import sys
 from collections.abc import Iterator, Sequence
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from ..distributed.options import add_distributed_args
-from ..errors import ConfigError, TrajectoryError
+from ..errors import ConfigError, JudgeUnavailableError, TrajectoryError
 from ..publish import add_publish_args, publish_if_asked, undecoded_images
 from ..records import ResultWriter, format_summary, summarize
-from ._options import add_scoring_args, settings_overrides
+from ._options import add_scoring_args, exit_status, settings_overrides
+from ._preflight import check_judge, require
 from ._sources import Item, Unscored, iter_path, score_items
 
 log = logging.getLogger(__name__)
@@ -73,9 +75,11 @@ def _is_native_jsonl(path: Path) -> bool:
 
 
 def iter_folder(root: Path, outside: bool = False) -> Iterator[Item]:
-    """Each trajectory under `root` (or `root` itself), keyed by its path relative to `root`."""
-    return iter_path(root, lambda child: "." if child == root else child.relative_to(root).as_posix(),
-                     allow_outside_screenshots=outside)
+    """Each trajectory under `root` (or `root` itself), keyed by its path relative to `root`.
+
+    `root` itself (one trajectory folder or file) is keyed by its name (`runs.jsonl#0`), not "."."""
+    return iter_path(root, lambda child: (root.resolve().name or ".") if child == root
+                     else child.relative_to(root).as_posix(), allow_outside_screenshots=outside)
 
 
 def row_to_trajectory(row: dict[str, Any], source: str, answer_tools: Sequence[str] | None = None,
@@ -131,7 +135,7 @@ def iter_rows(ds: Any, source: str, id_column: str | None,
         n = seen[rid] = seen.get(rid, 0) + 1
         rid = rid if n == 1 else f"{rid}#{n}"  # repeated ids stay distinct, deterministically
         desc = f"{source} row {i}"
-        yield rid, desc, lambda r=row, d=desc: row_to_trajectory(r, d, answer_tools, outside)
+        yield rid, desc, partial(row_to_trajectory, row, desc, answer_tools, outside)
 
 
 def open_source(args: argparse.Namespace, answer_tools: Sequence[str] | None = None,
@@ -183,7 +187,8 @@ async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
         return outcome.result
 
     try:
-        session.judge_for_loop()  # a missing judge URL / model fails now, not per rollout
+        judge = session.judge_for_loop()  # a missing judge URL / model fails now, not per rollout
+        await asyncio.to_thread(check_judge, judge)  # ... and so does an unreachable judge
         outside = bool(settings.verifier.get("allow_outside_screenshots", False))
         items, total = open_source(args, settings.answer_tools, outside)
         if getattr(args, "shard", None):
@@ -192,7 +197,8 @@ async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
             items, total = shard_items(items, *parse_shard(args.shard)), None
         counts = await score_items(items, writer, verify_one,
                                    concurrency=args.concurrency or settings.max_concurrency,
-                                   progress=not args.no_progress, total=total, unit="rollout")
+                                   progress=not args.no_progress, total=total, unit="rollout",
+                                   none_if_degraded=settings.none_if_degraded)
     finally:
         await session.aclose()
         writer.close()
@@ -203,11 +209,23 @@ async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
     return {"this_run": counts, **summarize(writer.records())}
 
 
+def check_dependencies(args: argparse.Namespace) -> None:
+    """Optional packages this run will need, checked before any scoring (one line naming the extra)."""
+    path = Path(args.source)
+    if Path(args.out).suffix == ".parquet":
+        require("score-dataset --out *.parquet", "bench", "pyarrow")
+    native = path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl")
+                               and _is_native_jsonl(path))
+    if not native:
+        require(f"score-dataset on {args.source} (a data file or hub dataset)", "bench", "datasets")
+
+
 def run(args: argparse.Namespace, settings: Any = None) -> int:
     if Path(args.out).suffix not in (".parquet", ".jsonl"):
         print("error: --out must end in .parquet or .jsonl", file=sys.stderr)
         return 2
     try:
+        check_dependencies(args)
         settings = settings or build_settings(args)
         if getattr(args, "ray", None) is not None:
             from ..distributed.ray_backend import score_on_ray
@@ -216,7 +234,7 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
         else:
             summary = asyncio.run(_main(args, settings))
         published = publish_if_asked(args, settings)
-    except (ConfigError, TrajectoryError) as exc:
+    except (ConfigError, TrajectoryError, JudgeUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     c = summary["this_run"]
@@ -225,4 +243,4 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
     print(f"results: {args.out}")
     if published:
         print(f"scored dataset: {published['rows']} rows -> {published.get('folder') or published.get('pushed')}")
-    return 0
+    return exit_status(c)

@@ -46,7 +46,7 @@ class VerifierActor:
                 raise Unscored(outcome.error)
             return outcome.result
 
-        record = await score_one(rid, desc, thunk, verify_one)
+        record = await score_one(rid, desc, thunk, verify_one, self.session.settings.none_if_degraded)
         return record.to_json_line()
 
     def pid(self) -> int:

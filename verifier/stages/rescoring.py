@@ -12,6 +12,7 @@ over runs and the median run's justifications become the result's table, or, wit
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..judge.base import ImagePart
 from ..narrowing import for_call
@@ -72,7 +73,9 @@ def per_criterion_median(applicable: Sequence[str], runs: Sequence[Rescoring],
                          earned: Sequence[dict[str, float]]) -> tuple[Rescoring, dict[str, float]]:
     """Per criterion, the (lower) median earned points across runs, and a table whose row for
     each criterion is the item of the run that gave that value (so justification and points agree)."""
-    items, notes, out = [], [], {}
+    items: list[Any] = []
+    notes: list[Any] = []
+    out: dict[str, Any] = {}
     for cid in applicable:
         best = median_index([e[cid] for e in earned])
         out[cid] = earned[best][cid]

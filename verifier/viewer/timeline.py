@@ -13,7 +13,7 @@ def timeline_view(res: dict, trajectory: Any, shot) -> dict:
     """Steps with their screenshots, failure points attached to the steps they name."""
     diag = d(res.get("diagnosis"))
     first = diag.get("first_failure_step") if isinstance(diag.get("first_failure_step"), int) else None
-    points = []
+    points: list[dict[str, Any]] = []
     for p in lst(diag.get("failure_points")):
         p = d(p)
         points.append(
@@ -25,8 +25,9 @@ def timeline_view(res: dict, trajectory: Any, shot) -> dict:
                 "evidence": text(p.get("evidence")),
             }
         )
-    failing = {s for p in points for s in p["steps"]}
-    steps, by_step = [], {}
+    failing: set[int] = {s for p in points for s in p["steps"]}
+    steps: list[dict[str, Any]] = []
+    by_step: dict[Any, Any] = {}
     for n, s in enumerate(getattr(trajectory, "screenshots", None) or [], start=1):
         by_step.setdefault(s.step, []).append(shot(n))
     if trajectory is not None:

@@ -33,7 +33,7 @@ class TrajectoryFinder:
         if m:
             k, rid = int(m.group(1)), rid[: m.start()]
         source = re.sub(r":\d+$", "", str(record.get("source") or ""))
-        result = record.get("result") if isinstance(record.get("result"), dict) else {}
+        result: dict[str, Any] = record["result"] if isinstance(record.get("result"), dict) else {}
         line_source = bool(re.search(r":\d+$", str(record.get("source") or "")))
         tried = []
         for cand in dict.fromkeys(c for c in (rid, source, str(result.get("trajectory_id") or "")) if c):
