@@ -30,6 +30,7 @@ from typing import Any
 
 from ..distributed.options import add_distributed_args
 from ..errors import ConfigError, JudgeUnavailableError, TrajectoryError
+from ..publish import add_publish_args, publish_if_asked, undecoded_images
 from ..records import ResultWriter, format_summary, summarize
 from ._options import add_scoring_args, exit_status, settings_overrides
 from ._preflight import check_judge, require
@@ -55,6 +56,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--id-column",
                    help=f"row id column (default: first of {', '.join(ID_COLUMNS)}, else the row number)")
     add_distributed_args(p)
+    add_publish_args(p)
     p.set_defaults(func=run)
 
 
@@ -104,20 +106,22 @@ def row_to_trajectory(row: dict[str, Any], source: str, answer_tools: Sequence[s
     return load_trajectory(row, allow_outside_screenshots=outside)
 
 
-def load_rows(source: str, *, split: str, name: str | None, streaming: bool) -> Any:
-    """A `datasets` (Iterable)Dataset from a local data file or a hub name."""
+def load_rows(source: str, *, split: str, name: str | None, streaming: bool, undecoded: bool = True) -> Any:
+    """A `datasets` (Iterable)Dataset from a local data file or a hub name (images undecoded)."""
     import datasets  # lazy: the `train`/`bench` extras
 
     path = Path(source)
     try:
         if path.is_file():
-            return datasets.load_dataset(DATA_SUFFIXES[path.suffix.lower()], data_files=str(path),
-                                         split="train", streaming=streaming)
-        return datasets.load_dataset(source, name, split=split, streaming=streaming)
+            ds = datasets.load_dataset(DATA_SUFFIXES[path.suffix.lower()], data_files=str(path),
+                                       split="train", streaming=streaming)
+        else:
+            ds = datasets.load_dataset(source, name, split=split, streaming=streaming)
     except (OSError, ValueError) as exc:
         # ConnectionError/FileNotFoundError are OSErrors: an unknown name or an offline hub.
         raise ConfigError(f"cannot open dataset source {source!r} (split {split!r}): "
                           f"{type(exc).__name__}: {exc}") from exc
+    return undecoded_images(ds) if undecoded else ds  # screenshots as their stored bytes: no PIL decode
 
 
 def iter_rows(ds: Any, source: str, id_column: str | None,
@@ -229,6 +233,7 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
             summary = score_on_ray(args, settings)
         else:
             summary = asyncio.run(_main(args, settings))
+        published = publish_if_asked(args, settings)
     except (ConfigError, TrajectoryError, JudgeUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -236,4 +241,6 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
     print(f"this run: scored {c['scored']}, unscored {c['unscored']}, already done {c['skipped']}")
     print(format_summary(summary))
     print(f"results: {args.out}")
+    if published:
+        print(f"scored dataset: {published['rows']} rows -> {published.get('folder') or published.get('pushed')}")
     return exit_status(c)

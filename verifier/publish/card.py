@@ -1,0 +1,116 @@
+"""The dataset card (README.md) of a scored dataset: what judged it, with which prompts, how it went.
+
+Why a card: a scored dataset is only reusable if a reader can tell which judge model, which prompt
+versions and which verifier settings produced the scores, and how many rollouts could not be
+scored (and why): an unscored rollout is not a failed one, and a reader must not average it in.
+The facts sit in the YAML header (machine-readable, under `cua_verifier`) and are repeated in prose.
+Secrets never reach the card: keys that look like credentials are dropped, and judge endpoints
+(often internal URLs) are not written at all.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+
+from ..records import ScoreRecord, result_field
+
+_SECRET = re.compile(r"key|token|secret|password|auth|header", re.IGNORECASE)
+_ENDPOINTS = {"base_url", "base_urls", "url", "urls"}
+
+
+def _public(config: Any) -> Any:
+    """`config` without credential-like keys or endpoint URLs, recursively."""
+    if isinstance(config, dict):
+        return {k: _public(v) for k, v in config.items()
+                if not _SECRET.search(str(k)) and str(k) not in _ENDPOINTS}
+    if isinstance(config, (list, tuple)):
+        return [_public(v) for v in config]
+    return config
+
+
+def provenance(records: Iterable[ScoreRecord]) -> dict[str, Any]:
+    """Judge models, prompt templates and verifier config as the scored results record them."""
+    models: set[str] = set()
+    prompts: dict[tuple[str, str, str], dict[str, str]] = {}
+    config: dict[str, Any] | None = None
+    for rec in records:
+        if rec.status != "scored":
+            continue
+        models.update(result_field(rec.result, "models") or [])
+        for p in result_field(rec.result, "prompts") or []:
+            p = p if isinstance(p, dict) else p.model_dump()
+            prompts[(p["id"], p["version"], p["sha256"])] = dict(p)
+        if config is None:
+            config = result_field(rec.result, "config") or None
+    return {"models": sorted(models), "prompts": [prompts[k] for k in sorted(prompts)],
+            "verifier_config": _public(config) if config else None}
+
+
+def card_metadata(*, source: str, split: str, shard: str | None = None, summary: dict[str, Any], records: list[ScoreRecord],
+                  settings: Any, columns: list[str]) -> dict[str, Any]:
+    """The YAML header: hub tags plus the `cua_verifier` provenance block (of the split just written)."""
+    from .. import __version__
+
+    facts = provenance(records)
+    judge = dict(getattr(settings, "judge", None) or {})
+    return {
+        # no `configs`: files named data/<split>-NNNNN-of-NNNNN.parquet are found by their names, so a
+        # repo can hold several splits published by several runs
+        "tags": ["cua-verifier", "computer-use", "reward-model"],
+        "cua_verifier": {
+            "version": __version__,
+            "split": split,
+            **({"shard": shard} if shard else {}),  # the counts are this shard's
+            "source": source,
+            "judge_model": judge.get("model"),
+            "models": facts["models"],
+            "prompts": facts["prompts"],
+            "config": {"judge": _public(judge),
+                       "verifier": _public(dict(getattr(settings, "verifier", None) or {})),
+                       "effective": facts["verifier_config"]},
+            "counts": {k: summary[k] for k in ("total", "scored", "unscored")},
+            "unscored_reasons": dict(summary.get("unscored_reasons") or {}),
+            "means": {k: summary.get(k) for k in ("process_score_mean", "process_success_rate",
+                                                  "outcome_success_rate")},
+            "result_columns": [c for c in columns if c.startswith("uv_")],
+        },
+    }
+
+
+def render_card(meta: dict[str, Any], *, input_columns: list[str]) -> str:
+    """README.md text: YAML front matter, then a short human summary of the same facts."""
+    uv = meta["cua_verifier"]
+    counts = uv["counts"]
+    prompts = ", ".join(f"{p['id']} v{p['version']}" for p in uv["prompts"]) or "not recorded"
+    reasons = "".join(f"\n- `{r}`: {n}" for r, n in uv["unscored_reasons"].items()) or " none"
+    means = uv["means"]
+
+    def pct(v: float | None) -> str:
+        return "n/a" if v is None else f"{100 * v:.1f}%"
+
+    kept = ", ".join(f"`{c}`" for c in input_columns) or "none (the source was a folder of trajectories)"
+    body = f"""# Rollouts scored by cua-verifier
+
+Source `{uv['source']}`, judged by `{uv['judge_model'] or 'unknown'}`
+(models seen in the results: {', '.join(uv['models']) or 'not recorded'}) with cua-verifier
+{uv['version']}. Prompt templates: {prompts}.
+
+| rollouts | scored | unscored | process score mean | process success | outcome success |
+|---|---|---|---|---|---|
+| {counts['total']} | {counts['scored']} | {counts['unscored']} | \
+{'n/a' if means['process_score_mean'] is None else f"{means['process_score_mean']:.3f}"} | \
+{pct(means['process_success_rate'])} | {pct(means['outcome_success_rate'])} |
+
+Unscored rollouts (the judge could not be reached or answered invalidly, or the rollout could not
+be read) are not failures: their score columns are empty and they must not be averaged in.
+Unscored reasons:{reasons}
+
+Input columns kept as they were (images as stored, not re-encoded): {kept}.
+Result columns: {', '.join(f'`{c}`' for c in uv['result_columns'])}; `uv_result_json` holds the
+full `VerificationResult`. The judge and verifier settings are in the YAML header above.
+"""
+    header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
+    return f"---\n{header}---\n\n{body}"
