@@ -12,7 +12,9 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 # torch is pinned first so that the train extra's range is met by the local CPU build.
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q "torch==2.13.0"
-.venv/bin/pip install -q -e ".[train,bench,dev]"
+.venv/bin/pip install -q -e ".[train,bench,dev,browser]"
+# Debian's Chromium for the browser tier (tests/env); a no-op when it is already installed.
+bash browser_env/setup_chromium.sh
 
 if [ "$engine" = 1 ]; then
   .venv/bin/cua-verifier setup-judge-env --variant cpu

@@ -1,0 +1,39 @@
+"""The text half of an observation: URL, title and numbered interactive elements.
+
+Elements are numbered in the page itself (a `data-uv-id` attribute set by `MARK_ELEMENTS_JS`), so
+`click(element=n)` addresses exactly the element the policy was shown.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+MARK_ELEMENTS_JS = """(limit) => {
+  const sel = 'a[href],button,input:not([type=hidden]),select,textarea,[role=button]';
+  document.querySelectorAll('[data-uv-id]').forEach(e => e.removeAttribute('data-uv-id'));
+  const out = [];
+  for (const el of document.querySelectorAll(sel)) {
+    const r = el.getBoundingClientRect();
+    const st = getComputedStyle(el);
+    if (r.width === 0 || r.height === 0 || st.visibility === 'hidden' || st.display === 'none') continue;
+    if (out.length >= limit) break;
+    const id = out.length + 1;
+    el.setAttribute('data-uv-id', String(id));
+    const label = (el.getAttribute('aria-label') || el.innerText || el.value || el.placeholder
+                   || el.name || '').trim().replace(/\\s+/g, ' ').slice(0, 50);
+    out.push({id, tag: el.tagName.toLowerCase(), type: el.type || '', label,
+              x: Math.round(r.x + r.width / 2), y: Math.round(r.y + r.height / 2)});
+  }
+  return out;
+}"""
+
+KIND = {"a": "link", "button": "button", "select": "select", "textarea": "textbox"}
+
+
+def describe(url: str | None, title: str, elements: list[dict[str, Any]], *, steps_left: int) -> str:
+    """A short observation: where the browser is and what can be clicked or typed into."""
+    items = []
+    for e in elements:
+        kind = KIND.get(e["tag"]) or ("button" if e["type"] in ("submit", "button") else "input")
+        items.append(f'[{e["id"]}] {kind} "{e["label"]}"')
+    return (f"URL: {url or '?'}\nTitle: {title}\nElements: " + (" ".join(items) or "none")
+            + f"\nActions left: {steps_left}")
