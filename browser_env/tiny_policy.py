@@ -13,12 +13,13 @@ Needs the `train` extra and `tokenizers`.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-BUILD_VERSION = "4"
+BUILD_VERSION = "5"
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>"]
 TAGS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
 
@@ -73,7 +74,8 @@ def _build_tokenizer(tool_schemas: list[dict[str, Any]], template: str):
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in _action_tokens(template) + TAGS])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   bos_token=None, model_max_length=4096)
+                                   bos_token=None, model_max_length=4096,
+                                   model_input_names=["input_ids", "attention_mask"])  # no token_type_ids
     return fast
 
 
@@ -159,3 +161,29 @@ def _map_to_actions(model: Any, tok: Any, *, seed: int) -> None:
         for t in actions:
             model.lm_head.weight[t] = a * k
         model.lm_head.weight[tok.eos_token_id] = b * k
+
+
+def load_tiny_browser_policy(path: str | os.PathLike[str]) -> tuple[Any, Any]:
+    """(model, processor) for `GRPOTrainer(model=..., processing_class=...)`.
+
+    Why a subclass: TRL's tool loop hands a VLM the image positions as `token_type_ids` (Gemma) or
+    `mm_token_type_ids` (Qwen); LLaVA places its image features by token id and takes neither
+    (generation validates keyword arguments against `forward`), so the loaded LLaVA is given a
+    class whose `forward` accepts and drops them. The checkpoint itself is a plain LLaVA.
+    """
+    from transformers import AutoProcessor, LlavaForConditionalGeneration
+
+    class TinyBrowserLlava(LlavaForConditionalGeneration):
+        @functools.wraps(LlavaForConditionalGeneration.forward)  # keeps the signature generate inspects
+        def forward(self, *args: Any, token_type_ids: Any = None, mm_token_type_ids: Any = None,
+                    **kwargs: Any) -> Any:
+            return LlavaForConditionalGeneration.forward(self, *args, **kwargs)
+
+        def _validate_model_kwargs(self, model_kwargs: dict[str, Any]) -> None:
+            for key in ("token_type_ids", "mm_token_type_ids"):
+                model_kwargs.pop(key, None)
+            super()._validate_model_kwargs(model_kwargs)
+
+    model = LlavaForConditionalGeneration.from_pretrained(path)
+    model.__class__ = TinyBrowserLlava  # same weights and config, tolerant forward
+    return model, AutoProcessor.from_pretrained(path)
