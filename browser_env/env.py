@@ -249,6 +249,7 @@ class BrowserEnv:
                 if self._infra_dead():
                     return self._episode_error(exc)
                 error = _first_line(exc)
+                self._stop_loading()
             try:
                 png = self._observe()
             except Exception as exc:  # noqa: BLE001 - no observation: the page or browser is gone
@@ -262,6 +263,8 @@ class BrowserEnv:
             msg = f"watchdog: the browser was killed after {self.config.watchdog_s:g}s without an answer"
         elif self._crashed:
             msg = f"the page crashed ({_first_line(exc)})"
+        elif self._proc.alive() and self._page is not None and not self._page.is_closed():
+            msg = f"the page stopped responding ({_first_line(exc)})"
         else:
             msg = f"the browser is gone ({_first_line(exc)})"
         self._abort(msg)
@@ -276,6 +279,12 @@ class BrowserEnv:
         page = self._page
         return (self._crashed or self._watchdog_fired or not self._proc.alive() or page is None
                 or page.is_closed())
+
+    def _stop_loading(self) -> None:
+        """After a failed action, stop a navigation still pending (as the browser's Stop button):
+        the old page stays, and the screenshot no longer waits for the slow one."""
+        with contextlib.suppress(Exception):
+            self._context.new_cdp_session(self._page).send("Page.stopLoading")
 
     def _settle(self) -> None:
         self._page.wait_for_timeout(50)  # let a click start its navigation before waiting for it
