@@ -11,8 +11,16 @@ on `sys.path`, so from a checkout `reward.uv_process` resolves to this project's
 """
 from __future__ import annotations
 
-from reward import (RewardSettings, UVCombinedReward, UVOutcomeReward, UVProcessReward, make_uv_rewards,
-                    uv_combined, uv_outcome, uv_process)
+from reward import (
+                    RewardSettings,
+                    UVCombinedReward,
+                    UVOutcomeReward,
+                    UVProcessReward,
+                    make_uv_rewards,
+                    uv_combined,
+                    uv_outcome,
+                    uv_process,
+)
 
 __all__ = ["RewardSettings", "UVCombinedReward", "UVOutcomeReward", "UVProcessReward", "make_uv_rewards",
            "uv_combined", "uv_outcome", "uv_process"]

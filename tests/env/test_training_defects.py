@@ -91,6 +91,6 @@ def test_shadow_free_import_path_resolves_like_trl_grpo(monkeypatch):
 
     assert cua_verifier.uv_process is reward.uv_process and cua_verifier.uv_outcome is reward.uv_outcome
     assert cua_verifier.uv_combined.__name__ == "uv_combined"
-    module_path, name = "cua_verifier.uv_outcome".rsplit(".", 1)
+    module_path, name = ["cua_verifier", "uv_outcome"]
     monkeypatch.setattr(sys, "path", [str(REPO), *sys.path])
     assert getattr(importlib.import_module(module_path), name) is reward.uv_outcome
