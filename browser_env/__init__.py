@@ -10,6 +10,18 @@ from .config import BrowserUnavailable, EnvConfig, chromium_path
 from .env import BrowserEnv, close_all
 from .server import default_server
 from .tasks import TASKS, BrowserTask, get_task, task_rows
+from .verified import VerifiedBrowserEnv
 
-__all__ = ["TASKS", "BrowserEnv", "BrowserTask", "BrowserUnavailable", "EnvConfig", "chromium_path",
-           "close_all", "default_server", "get_task", "task_rows"]
+__all__ = [
+           "TASKS",
+           "BrowserEnv",
+           "BrowserTask",
+           "BrowserUnavailable",
+           "EnvConfig",
+           "VerifiedBrowserEnv",
+           "chromium_path",
+           "close_all",
+           "default_server",
+           "get_task",
+           "task_rows",
+]

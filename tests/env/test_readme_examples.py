@@ -25,7 +25,7 @@ class FakeBrowser:
 
 
 def test_readme_screenshot_tools_return_image_parts():
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.DOTALL)
     (tools,) = [b for b in blocks if "def screenshot(" in b]
     tools = tools.split("# what the reward receives")[0]
     namespace = {"browser": FakeBrowser()}

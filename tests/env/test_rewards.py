@@ -90,3 +90,28 @@ def test_rewards_over_http_with_the_echo_judge(env):
         assert echo.requests > 0
     clear_sessions()
     assert isinstance(process[0], float) and outcome[0] in (0.0, 1.0)
+
+
+def test_verified_env_owns_its_reward_for_async_grpo(make_env):
+    """AsyncGRPO passes rewards no environments; an env-owned async `get_reward` is what it awaits."""
+    import functools
+    import pickle
+
+    from browser_env import EnvConfig, VerifiedBrowserEnv
+
+    clear_sessions()
+    uv = make_uv_rewards(RewardSettings(judge_factory="verifier.testing.ScriptedJudge", cache_factory=None,
+                                        combined_process_weight=0.5))
+    factory = functools.partial(VerifiedBrowserEnv, EnvConfig(viewport_width=480, viewport_height=320),
+                                reward=uv.combined)
+    assert pickle.loads(pickle.dumps(factory)).keywords["reward"].__name__ == "uv_combined"
+    env = factory()
+    try:
+        episode(env, "shop-cheapest-wireless-mouse")
+        value = run(env.get_reward())
+        assert isinstance(value, float) and 0.5 <= value <= 1.0  # scripted success: outcome 1
+        episode(env, "shop-cheapest-wireless-mouse", kill=True)
+        assert run(env.get_reward()) is None
+    finally:
+        env._shutdown()
+    clear_sessions()
