@@ -79,3 +79,20 @@ def test_tasks_and_rows():
     assert task.start_url == "http://127.0.0.1:1/tickets/" and "blocked" not in task.metadata
     with pytest.raises(KeyError, match="unknown browser task"):
         get_task("nope")
+
+
+def test_browser_is_an_optional_extra():
+    import subprocess
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    project = tomllib.loads((repo / "pyproject.toml").read_text())
+    assert not any("playwright" in d for d in project["project"]["dependencies"])
+    assert project["project"]["optional-dependencies"]["browser"] == ["playwright>=1.45"]
+    packages = project["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]
+    assert "browser_env" in packages and "cua_verifier" in packages
+    probe = "import sys, browser_env; print('playwright' in sys.modules, 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]  # the core stays light until a browser is needed
