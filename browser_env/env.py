@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-import threading
 import weakref
-from contextlib import contextmanager
 from typing import Any
 
 from PIL import Image
@@ -32,7 +30,16 @@ from verifier.trajectory import Trajectory
 from .browser import BrowserProcess
 from .config import EnvConfig
 from .episode import EpisodeRecorder
-from .observe import MARK_ELEMENTS_JS, describe
+from .observe import (
+    MARK_ELEMENTS_JS,
+    describe,
+    first_line,
+    safe_title,
+    safe_url,
+    settle,
+    stop_loading,
+    watchdog,
+)
 from .server import default_server
 from .sites.server import COOKIE, SiteServer
 from .tasks import BrowserTask, get_task
@@ -83,15 +90,15 @@ class BrowserEnv:
         self._page.set_default_navigation_timeout(cfg.page_load_timeout_s * 1000)
         self._page.on("crash", lambda _page: setattr(self, "_crashed", True))
         error = None
-        with self._watchdog():
+        with watchdog(self.config.watchdog_s, self._fire_watchdog):
             try:
                 self._page.goto(self._btask.start_url(server.base_url))
             except Exception as exc:  # noqa: BLE001 - classified below
-                error = _first_line(exc)
+                error = first_line(exc)
             try:
                 png = self._observe()
             except Exception as exc:  # noqa: BLE001
-                self._abort(f"cannot observe the start page: {_first_line(exc)}")
+                self._abort(f"cannot observe the start page: {first_line(exc)}")
                 return f"Task: {self._btask.instruction}\nEpisode error: {self._rec.error}"
         self._rec.initial(png)
         note = f"\nThe start page failed to load: {error}" if error else ""
@@ -170,7 +177,7 @@ class BrowserEnv:
             raise RuntimeError("call reset() first")
         if self._over:
             return f"The episode is over ({self._over})."
-        self._rec.begin("answer", {"text": text}, url=self._safe_url())
+        self._rec.begin("answer", {"text": text}, url=safe_url(self._page))
         self._rec.end(self._rec.last_png)
         self._rec.final_answer = text
         self._over = "answered"
@@ -237,19 +244,19 @@ class BrowserEnv:
             rec.budget_exhausted()
             self._over = f"step budget of {self.config.max_steps} actions exhausted"
             return self._text_only(f"The episode is over ({self._over}).")
-        rec.begin(name, args, url=self._safe_url())
+        rec.begin(name, args, url=safe_url(self._page))
         error = None
-        with self._watchdog():
+        with watchdog(self.config.watchdog_s, self._fire_watchdog):
             try:
                 action(self._page)
-                self._settle()
+                settle(self._page)
             except ValueError as exc:  # bad arguments from the policy: a step error
                 error = str(exc)
             except Exception as exc:  # noqa: BLE001 - Playwright errors: timeout, missing element, dead browser
                 if self._infra_dead():
                     return self._episode_error(exc)
-                error = _first_line(exc)
-                self._stop_loading()
+                error = first_line(exc)
+                stop_loading(self._context, self._page)
             try:
                 png = self._observe()
             except Exception as exc:  # noqa: BLE001 - no observation: the page or browser is gone
@@ -262,11 +269,11 @@ class BrowserEnv:
         if self._watchdog_fired:
             msg = f"watchdog: the browser was killed after {self.config.watchdog_s:g}s without an answer"
         elif self._crashed:
-            msg = f"the page crashed ({_first_line(exc)})"
+            msg = f"the page crashed ({first_line(exc)})"
         elif self._proc.alive() and self._page is not None and not self._page.is_closed():
-            msg = f"the page stopped responding ({_first_line(exc)})"
+            msg = f"the page stopped responding ({first_line(exc)})"
         else:
-            msg = f"the browser is gone ({_first_line(exc)})"
+            msg = f"the browser is gone ({first_line(exc)})"
         self._abort(msg)
         return self._text_only(f"Episode error: {msg}. The episode is over.")
 
@@ -280,16 +287,6 @@ class BrowserEnv:
         return (self._crashed or self._watchdog_fired or not self._proc.alive() or page is None
                 or page.is_closed())
 
-    def _stop_loading(self) -> None:
-        """After a failed action, stop a navigation still pending (as the browser's Stop button):
-        the old page stays, and the screenshot no longer waits for the slow one."""
-        with contextlib.suppress(Exception):
-            self._context.new_cdp_session(self._page).send("Page.stopLoading")
-
-    def _settle(self) -> None:
-        self._page.wait_for_timeout(50)  # let a click start its navigation before waiting for it
-        self._page.wait_for_load_state("load")
-
     def _observe(self) -> bytes:
         page = self._page
         png = page.screenshot(type="png", timeout=self.config.action_timeout_s * 1000)
@@ -299,7 +296,7 @@ class BrowserEnv:
     def _status_text(self) -> str:
         assert self._rec is not None
         left = self.config.max_steps - self._rec.n_steps
-        return describe(self._safe_url(), self._safe_title(), self._elements, steps_left=left)
+        return describe(safe_url(self._page), safe_title(self._page), self._elements, steps_left=left)
 
     def _selector(self, element: int) -> str:
         if not any(e["id"] == int(element) for e in self._elements):
@@ -315,28 +312,6 @@ class BrowserEnv:
             raise ValueError(f"only the task sites under {base} can be opened")
         return url
 
-    def _safe_url(self) -> str | None:
-        try:
-            return self._page.url if self._page is not None else None
-        except Exception:  # noqa: BLE001 - dead page
-            return None
-
-    def _safe_title(self) -> str:
-        try:
-            return self._page.title()
-        except Exception:  # noqa: BLE001
-            return ""
-
-    @contextmanager
-    def _watchdog(self):
-        timer = threading.Timer(self.config.watchdog_s, self._fire_watchdog)
-        timer.daemon = True
-        timer.start()
-        try:
-            yield
-        finally:
-            timer.cancel()
-
     def _fire_watchdog(self) -> None:
         self._watchdog_fired = True
         self._proc.kill()
@@ -350,11 +325,6 @@ class BrowserEnv:
     @staticmethod
     def _text_only(text: str) -> list:
         return [{"type": "text", "text": text}]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:300]
 
 
 def close_all() -> None:
