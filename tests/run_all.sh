@@ -16,6 +16,7 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 # Debian's Chromium for the browser tier (tests/env); a no-op when it is already installed. Without
 # it (not root) the tier skips locally and fails under CI=true.
 bash browser_env/setup_chromium.sh || echo "warning: no Chromium: the browser tier (tests/env) cannot run" >&2
+export CUA_REQUIRE_BROWSER="${CUA_REQUIRE_BROWSER:-1}"   # the browser tier fails rather than skips here
 
 if [ "$engine" = 1 ]; then
   .venv/bin/cua-verifier setup-judge-env --variant cpu
