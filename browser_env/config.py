@@ -30,6 +30,8 @@ class EnvConfig(BaseModel):
     page_load_timeout_s: float = Field(default=10.0, gt=0)
     watchdog_s: float = Field(default=30.0, gt=0)
     max_elements: int = Field(default=40, ge=1, description="interactive elements listed per observation")
+    initial_screenshot: bool = Field(
+        default=True, description="reset() returns the start page's screenshot too (else its text only)")
     score_episode_errors: bool = Field(
         default=False, description="judge episodes that ended in an episode error (default: reward None)")
     executable_path: str | None = None

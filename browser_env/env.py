@@ -68,9 +68,11 @@ class BrowserEnv:
         _LIVE.add(self)
 
     # ---- TRL contract -------------------------------------------------------------------------
-    def reset(self, task_id: str | None = None, **row: Any) -> str:
+    def reset(self, task_id: str | None = None, **row: Any) -> str | list:
         """Start a fresh episode of `task_id` (a `browser_env.tasks.TASKS` key): new browser context,
-        new site session, the start page opened. Returns the first observation (text)."""
+        new site session, the start page opened. Returns the first observation: the start page's
+        screenshot and text as content parts (TRL 1.16 appends a list to the last user message and
+        passes its image to the policy), or the text alone with `initial_screenshot=False`."""
         if not task_id:
             raise ValueError("BrowserEnv.reset needs a task_id column (see browser_env.tasks.TASKS)")
         self._btask = get_task(str(task_id))
@@ -102,7 +104,10 @@ class BrowserEnv:
                 return f"Task: {self._btask.instruction}\nEpisode error: {self._rec.error}"
         self._rec.initial(png)
         note = f"\nThe start page failed to load: {error}" if error else ""
-        return f"{self._status_text()}{note}"
+        text = f"{self._status_text()}{note}"
+        if not cfg.initial_screenshot:
+            return text
+        return [{"type": "image", "image": Image.open(io.BytesIO(png))}, {"type": "text", "text": text}]
 
     # ---- tools (public methods: TRL offers each one to the policy) ----------------------------
     def goto(self, url: str) -> list:

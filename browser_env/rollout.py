@@ -26,8 +26,10 @@ TOOLS = ("goto", "click", "type", "scroll", "go_back", "answer")
 def run_episode(env: BrowserEnv, task_id: str, agent: Agent, *, max_turns: int = 32) -> dict[str, Any]:
     """Play one episode; returns the transcript (tool results with their screenshots), the agent's
     turns and the trajectory (a dict, or None after an episode error: the reward is then None)."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": TASKS[task_id].instruction + "\n"
-                                       + env.reset(task_id=task_id)}]
+    first = env.reset(task_id=task_id)
+    parts = first if isinstance(first, list) else [{"type": "text", "text": first}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [
+        {"type": "text", "text": TASKS[task_id].instruction}, *parts]}]
     turns: list[dict[str, Any]] = []
     for _ in range(max_turns):
         if env.done:

@@ -26,8 +26,8 @@ def element(env: BrowserEnv, label: str) -> int:
 
 
 def test_episode_recording_round_trips_through_the_loaders(env, tmp_path):
-    first = env.reset(task_id="shop-cheapest-wireless-mouse")
-    assert "URL: http" in first and '[3] input "Search"' in first
+    start, first = image_of(env.reset(task_id="shop-cheapest-wireless-mouse"))  # the policy sees the start page
+    assert start.size == (480, 320) and "URL: http" in first and '[3] input "Search"' in first
     img, text = image_of(env.type("wireless mouse", element=3, submit=True))
     assert img.size == (480, 320) and "3 products" not in text and "Wireless Travel Mouse" in text
     image_of(env.click(element=element(env, "Wireless Travel Mouse")))
@@ -79,7 +79,7 @@ def test_site_state_resets_per_episode(env):
     env.goto("/shop/item/h1")
     env.click(element=element(env, "Add to cart"))
     assert env.site_state["cart"] == {"h1": 1}
-    text = env.reset(task_id="shop-add-usb-hub")
+    _, text = image_of(env.reset(task_id="shop-add-usb-hub"))
     assert env.site_state["cart"] == {} and '"Cart (0)"' in text
     assert env.recorded_trajectory.steps == []
 
