@@ -142,3 +142,15 @@ def test_watchdog_kills_a_stuck_call(make_env):
         result = env.goto("/_slow?s=6")  # the navigation waits longer than the watchdog allows
         assert time.monotonic() - t0 < 5
         assert "watchdog" in result[0]["text"] and env.recorded_trajectory.status is RunStatus.aborted
+
+
+def test_crashed_page_is_an_episode_error_and_the_next_episode_works(env):
+    env.reset(task_id="library-riverside-saturday")
+    with pytest.raises(Exception, match="ERR_ABORTED"):
+        env._page.goto("chrome://crash", timeout=5000)  # the renderer dies, the browser lives
+    result = env.scroll("down")
+    assert result[0]["type"] == "text" and "the page crashed" in result[0]["text"]
+    assert env.recorded_trajectory.status is RunStatus.aborted and env.browser_process.alive()
+    image_of(env.reset(task_id="library-riverside-saturday"))
+    image_of(env.scroll("down"))
+    assert env.episode_error is None
