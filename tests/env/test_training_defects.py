@@ -94,3 +94,25 @@ def test_shadow_free_import_path_resolves_like_trl_grpo(monkeypatch):
     module_path, name = ["cua_verifier", "uv_outcome"]
     monkeypatch.setattr(sys, "path", [str(REPO), *sys.path])
     assert getattr(importlib.import_module(module_path), name) is reward.uv_outcome
+
+
+def test_browser_recipe_configs_parse(monkeypatch):
+    """Both YAML configs are valid for the recipe's parser (the GPU one with CPU overrides, since
+    GRPOConfig refuses bf16 without a GPU)."""
+    pytest.importorskip("trl")
+    spec = importlib.util.spec_from_file_location("grpo_browser_cfg", REPO / "recipes" / "grpo_browser.py")
+    recipe = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "grpo_browser_cfg", recipe)
+    spec.loader.exec_module(recipe)
+    from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
+
+    parser = TrlParser((ScriptArguments, GRPOConfig, ModelConfig, recipe.BrowserArguments))
+    configs = REPO / "recipes" / "configs"
+    _, smoke, _, smoke_env = parser.parse_args_and_config(args=["--config", str(configs / "browser_smoke.yaml")])
+    assert smoke_env.tiny_policy and smoke_env.judge == "echo" and smoke.save_strategy == "steps"
+    assert smoke.reward_weights == [0.5, 1.0] and smoke.log_completions
+    _, gpu, model, gpu_env = parser.parse_args_and_config(
+        args=["--config", str(configs / "browser_gpu.yaml"), "--bf16", "false", "--use_cpu", "true"])
+    assert gpu.use_vllm and gpu.vllm_mode == "server" and gpu.vllm_server_port == 8001
+    assert gpu_env.judge == "url" and gpu_env.judge_url.endswith("/v1") and model.model_name_or_path
+    assert gpu.save_strategy == "steps" and gpu.multi_objective_aggregation == "normalize_then_sum"
