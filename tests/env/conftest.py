@@ -21,7 +21,7 @@ def _require_browser() -> None:
 
         chromium_path()
     except (ImportError, BrowserUnavailable) as exc:
-        msg = f"browser tier needs Chromium + Playwright: {exc} (bash browser_env/setup_chromium.sh)"
+        msg = f"browser tier needs Chromium + Playwright: {exc}"
         if os.environ.get("CI", "").lower() == "true" or os.environ.get("CUA_REQUIRE_BROWSER") == "1":
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg)
