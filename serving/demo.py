@@ -90,6 +90,17 @@ def ensure_tiny_model(venv: Path, model_dir: Path) -> Path:
     return model_dir
 
 
+def default_model_dir() -> Path:
+    return cache_dir() / "tiny-qwen2vl"
+
+
+def demo_config(*, venv: str | Path | None = None, model_dir: str | Path | None = None,
+                port: int = 8765) -> ServeConfig:
+    """The demo's launch configuration (what `start_demo_judge` runs and `--demo --dry-run` prints)."""
+    return ServeConfig(preset=get_preset("cpu-tiny"), model=str(model_dir or default_model_dir()),
+                       venv=str(venv or default_judge_venv()), port=port, api_key_env=DEMO_KEY_ENV)
+
+
 def _free_port(preferred: int) -> int:
     """`preferred` if nothing listens there, else a free ephemeral port.
 
@@ -117,9 +128,8 @@ def start_demo_judge(*, venv: str | Path | None = None, model_dir: str | Path | 
     cache = cache_dir()
     port = _free_port(port)
     venv = ensure_judge_env(Path(venv) if venv else default_judge_venv(), quiet=quiet)
-    model = ensure_tiny_model(venv, Path(model_dir) if model_dir else cache / "tiny-qwen2vl")
-    cfg = ServeConfig(preset=get_preset("cpu-tiny"), model=str(model), venv=str(venv), port=port,
-                      api_key_env=DEMO_KEY_ENV)
+    model = ensure_tiny_model(venv, Path(model_dir) if model_dir else default_model_dir())
+    cfg = demo_config(venv=venv, model_dir=model, port=port)
     os.environ[DEMO_KEY_ENV] = secrets.token_urlsafe(16)  # fresh every start; the client reads it here
     log_path = cache / "demo-judge.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)

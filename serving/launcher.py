@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import time
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
-from verifier.errors import JudgeUnavailableError
+from verifier.errors import ConfigError, JudgeUnavailableError
 
 from .command import LaunchCommand
 
@@ -67,11 +68,23 @@ def ensure_api_key(environ: dict[str, str], var: str | None) -> bool:
     return True
 
 
+def check_launchable(cmd: LaunchCommand) -> None:
+    """Raise ConfigError (one line, with the fix) when the command's program is missing.
+
+    Why: without it a missing judge environment surfaces as a FileNotFoundError traceback."""
+    program = cmd.argv[0]
+    path = shutil.which(program) if os.sep not in program else (program if os.access(program, os.X_OK) else None)
+    if path is None:
+        raise ConfigError(f"{program} not found: create the judge environment with `cua-verifier "
+                          "setup-judge-env` (or pass --venv / set CUA_JUDGE_VENV to an existing one)")
+
+
 def start_server(cmd: LaunchCommand, *, environ: Mapping[str, str] | None = None,
                  log: str | Path | IO | None = None) -> subprocess.Popen:
     """Start the server in a new session (own process group). `log`: a path, an open file, or None
     to inherit the caller's stdout/stderr."""
     env = cmd.launch_env(os.environ if environ is None else environ)
+    check_launchable(cmd)
     out: IO | None
     if isinstance(log, (str, Path)):
         Path(log).parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,10 @@
 """Shared test options and fixtures.
 
 `--no-engine` (or CUA_SKIP_ENGINE=1) skips the real-vLLM end-to-end tier for fast local runs.
+
+Guards against a suite that passes by skipping: with CUA_REQUIRE_ENGINE=1 (CI) asking to skip
+the engine tier is an error, not a skip; under CI (CI=true or CUA_REQUIRE_ENGINE=1) tests that need
+the shared data (../shared/data, or CUA_SHARED_DATA) fail when it is missing instead of skipping.
 """
 from __future__ import annotations
 
@@ -10,7 +14,16 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+SHARED_DATA = Path(os.environ.get("CUA_SHARED_DATA") or REPO_ROOT.parent / "shared" / "data")
+
+
+def in_ci() -> bool:
+    """CI runs must not turn missing prerequisites into skips."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes") or os.environ.get("CUA_REQUIRE_ENGINE") == "1"
+
+
+def engine_skip_requested(config: pytest.Config) -> bool:
+    return bool(config.getoption("--no-engine")) or os.environ.get("CUA_SKIP_ENGINE") == "1"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -18,8 +31,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="skip tests marked 'engine' (real vLLM server on CPU)")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("CUA_REQUIRE_ENGINE") == "1" and engine_skip_requested(config):
+        raise pytest.UsageError("CUA_REQUIRE_ENGINE=1 (CI) but the engine tier is disabled by --no-engine or "
+                                "CUA_SKIP_ENGINE=1: unset one of them")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--no-engine") or os.environ.get("CUA_SKIP_ENGINE") == "1":
+    if engine_skip_requested(config):
         skip = pytest.mark.skip(reason="engine tier disabled (--no-engine / CUA_SKIP_ENGINE=1)")
         for item in items:
             if "engine" in item.keywords:
@@ -33,7 +52,10 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """../shared/data beside the repo; tests that need it skip cleanly when it is absent."""
+    """../shared/data beside the repo (or CUA_SHARED_DATA): skip locally when absent, fail under CI."""
     if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data not present")
+        msg = f"shared data not present at {SHARED_DATA} (set CUA_SHARED_DATA)"
+        if in_ci():
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
     return SHARED_DATA

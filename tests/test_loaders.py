@@ -11,8 +11,13 @@ import pytest
 from PIL import Image
 
 from verifier.errors import ScreenshotError, TrajectoryError
-from verifier.loaders import (detect_format, iter_cuavb_dataset, load_cuavb_row, load_trajectories,
-                              load_trajectory)
+from verifier.loaders import (
+    detect_format,
+    iter_cuavb_dataset,
+    load_cuavb_row,
+    load_trajectories,
+    load_trajectory,
+)
 from verifier.trajectory import RunStatus, Trajectory
 
 FARA = "trajectories/fara-alltrails-find-23"
@@ -117,7 +122,9 @@ def test_real_sample_converts_to_native_and_back(shared_data, tmp_path):
     t = load_trajectory(shared_data / FARA)
     out = tmp_path / "t.json"
     out.write_text(t.to_json())
-    back = load_trajectory(out)
+    with pytest.raises(ScreenshotError, match="outside the trajectory folder"):
+        load_trajectory(out)  # its screenshots are files of another folder: refused unless allowed
+    back = load_trajectory(out, allow_outside_screenshots=True)
     assert back.model_dump(exclude={"source_path"}) == t.model_dump(exclude={"source_path"})
     assert [s.sha256 for s in back.screenshots] == [s.sha256 for s in t.screenshots]
 
@@ -490,3 +497,96 @@ def test_native_from_dict_and_detection_errors(tmp_path):
         load_trajectory(tmp_path / "nope")
     with pytest.raises(TrajectoryError, match="unknown format"):
         load_trajectory(tmp_path / "empty", format="bogus")
+
+
+# ---- JSON nested too deeply (issue 14, defect 1) ----------------------------------------------------
+# ~100,000 levels made the parser raise RecursionError, which no caller caught: every loader must
+# turn it (and a parseable but absurd depth) into a TrajectoryError naming the file (and line).
+
+DEEP = "[" * 100_000 + "]" * 100_000  # over the parser's recursion limit
+DEEPISH = '{"a": ' * 500 + "1" + "}" * 500  # parses, but over MAX_JSON_DEPTH (and pydantic's 255)
+
+
+def _native_record(**over) -> dict:
+    return {"task": {"id": "t", "instruction": "Do it"}, "steps": [{"index": 1, "action": "click"}],
+            "final_answer": "ok", **over}
+
+
+@pytest.mark.parametrize("payload", [DEEP, DEEPISH])
+def test_deep_native_json_is_a_trajectory_error(tmp_path, payload):
+    path = _write(tmp_path / "t.json", payload)
+    with pytest.raises(TrajectoryError, match="nested too deeply") as err:
+        load_trajectory(path)
+    assert err.value.file == str(path)
+
+
+def test_deep_native_jsonl_line_names_its_line_and_spares_the_others(tmp_path):
+    path = _write(tmp_path / "t.jsonl", json.dumps(_native_record()) + "\n" + DEEP + "\n")
+    it = load_trajectories(path)
+    assert next(it).task.id == "t"  # the good line before it still loads
+    with pytest.raises(TrajectoryError, match="nested too deeply") as err:
+        next(it)
+    assert (err.value.file, err.value.line) == (str(path), 2)
+
+
+def test_deep_arguments_in_a_native_record_or_dict(tmp_path):
+    deep_args = json.loads(DEEPISH)
+    record = _native_record(steps=[{"index": 1, "action": "click", "arguments": deep_args}])
+    with pytest.raises(TrajectoryError, match="nested too deeply"):
+        load_trajectory(record)  # an already-parsed dict (e.g. a dataset row)
+    path = _write(tmp_path / "t.jsonl", json.dumps(record) + "\n")
+    with pytest.raises(TrajectoryError, match="nested too deeply") as err:
+        load_trajectory(path)
+    assert err.value.line == 1
+    shallow = _native_record(steps=[{"index": 1, "action": "click", "arguments": json.loads('{"a": ' * 50 + "1" + "}" * 50)}])
+    assert load_trajectory(shallow).steps[0].arguments  # realistic nesting still loads
+
+
+def test_deep_fara_files(tmp_path):
+    root = make_fara(tmp_path / "a")
+    (root / "demo_1_final_answer.json").write_text(DEEP)
+    with pytest.raises(TrajectoryError, match="nested too deeply") as err:
+        load_trajectory(root)
+    assert err.value.file.endswith("demo_1_final_answer.json")
+
+    log = (json.dumps(websurfer_events(1)[0]) + "\n" + DEEP + "\n").encode()
+    with pytest.raises(TrajectoryError, match="nested too deeply") as err:
+        load_trajectory(make_fara(tmp_path / "b", log=log))
+    assert err.value.file.endswith("web_surfer.log") and err.value.line == 2
+
+    events = websurfer_events(1)
+    events[1]["arguments"] = DEEP  # arguments logged as a JSON string
+    with pytest.raises(TrajectoryError, match="nested too deeply") as err:
+        load_trajectory(make_fara(tmp_path / "c", events=events))
+    assert (err.value.line, err.value.field) == (2, "arguments")
+
+    text = [{"type": "OtherEvent", "message": f"Action #1: executing tool 'x' with arguments {DEEP}"}]
+    with pytest.raises(TrajectoryError, match="nested too deeply") as err:
+        load_trajectory(make_fara(tmp_path / "d", events=text))
+    assert err.value.line == 1
+
+    root = make_fara(tmp_path / "e", task=None)
+    (root / "task_data.json").write_text(DEEP)
+    with pytest.raises(TrajectoryError, match="nested too deeply") as err:
+        load_trajectory(root)
+    assert err.value.file.endswith("task_data.json")
+    tasks = _write(tmp_path / "tasks.jsonl", DEEP + "\n")
+    with pytest.raises(TrajectoryError, match="nested too deeply") as err:
+        load_trajectory(make_fara(tmp_path / "f", task=None), task_file=tasks)
+    assert (err.value.file, err.value.line) == (str(tasks), 1)
+
+
+def test_deep_om2w_result_json(tmp_path):
+    with pytest.raises(TrajectoryError, match="nested too deeply") as err:
+        load_trajectory(make_om2w(tmp_path / "r", DEEP, 1))
+    assert err.value.file.endswith("result.json")
+    result = {**OM2W_RESULT, "extra": json.loads(DEEPISH)}
+    with pytest.raises(TrajectoryError, match="nested too deeply"):
+        load_trajectory(make_om2w(tmp_path / "s", result, 1))
+
+
+def test_deep_cuavb_web_surfer_log():
+    log = json.dumps(fara_text_events(1)[0]) + "\n" + DEEP
+    with pytest.raises(TrajectoryError, match="nested too deeply") as err:
+        load_cuavb_row(cuavb_row(1, web_surfer_log=log), source="bench row 3")
+    assert err.value.file.startswith("bench row 3") and err.value.line == 2

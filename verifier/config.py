@@ -62,6 +62,13 @@ class VerifierConfig(BaseModel):
     """Rendered tool arguments longer than this are cut."""
     max_history_chars: int = Field(default=60_000, ge=1000)
     """The rendered action history is middle-elided beyond this (first and last steps kept)."""
+    allow_outside_screenshots: bool = False
+    """Let screenshot paths lead outside the trajectory's folder (`../`, absolute paths, symlinks).
+    Off by default: the paths come with the data, and any image they reach is sent to the judge.
+    Read by the loaders of `score` / `score-dataset` (flag `--allow-outside-screenshots`)."""
+    max_final_answer_chars: int = Field(default=6000, ge=200)
+    """The final answer is middle-elided beyond this (head and tail kept) and the cut is recorded in
+    `result.truncations`: it is repeated in most calls, so an unbounded answer costs every call."""
 
     @field_validator("votes")
     @classmethod

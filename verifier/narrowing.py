@@ -20,6 +20,7 @@ from .schemas import (
     ConditionItem,
     EvidenceBatch,
     EvidenceItem,
+    RealityNote,
     RelevanceBatch,
     RelevanceRow,
     RelevanceScore,
@@ -58,8 +59,13 @@ def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...
 
         def _v(self):
             _check(self.items, "criterion_id", ids)
+            if base is Rescoring:
+                _check(self.reality_notes, "criterion_id", ids)
             return self
         fields = {"items": (list[item], Field(min_length=len(ids), max_length=len(ids)))}
+        if base is Rescoring:  # one reality note per criterion, written before any score
+            note = create_model("RealityNoteFor", __base__=RealityNote, criterion_id=(Cid, ...))
+            fields = {"reality_notes": (list[note], Field(min_length=len(ids), max_length=len(ids))), **fields}
     model = create_model(base.__name__ + "For", __base__=base,
                          __validators__={"_complete": model_validator(mode="after")(_v)}, **fields)
     model.expected_ids, model.expected_screenshots = ids, screenshots

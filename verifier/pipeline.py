@@ -6,12 +6,14 @@ Rounds (each a set of concurrent calls; the numbers are the worst case):
     2 rubric audit                    -- only with config.rubric_audit
     3 relevance (one per distinct screenshot)  ||  action-only scoring
     4 evidence (one per analysed screenshot; each starts as soon as its criterion set is certain)
-    5 conditions (only when the rubric's groups are not determinate)  ||  side effects + critical points
+    5 conditions (only when the rubric's groups are not determinate)
     6 rescoring x V (sees the final screenshots)
-    7 outcome x V                     -- side effects keep running beside it if still busy
+    7 outcome x V  ||  side effects + critical points x V (both read the rescoring median's scores)
     8 diagnosis: failure points || task ambiguity
 
-So `usage.rounds <= 8`, and calls = 1 + A + ceil(D/b) + 1 + S + C + V + 1 + V + 2*diag (see
+The side-effect check waits for the rescoring median so that it sees the scores and does not
+charge a fault a criterion already charged (issue 9, S1); it runs beside the outcome votes, so the
+bound stays `usage.rounds <= 8`. Calls = 1 + A + ceil(D/b) + 1 + S + C + V + V + V + 2*diag (see
 README.md, "Call count and rounds"). Stages the run can do without degrade (listed in `result.degraded`); the
 rubric, and rescoring *and* action scoring both failing, or every outcome vote failing, raise
 the judge's `JudgeError`.
@@ -28,7 +30,7 @@ from .config import VerifierConfig
 from .errors import JudgeError
 from .grouping import decide_all, group, representatives
 from .judge.base import Judge
-from .rendering import fence, shared_context
+from .rendering import fence, history_view, shared_context, truncations
 from .result import (
     CriterionResult,
     EvidenceRecord,
@@ -36,7 +38,7 @@ from .result import (
     RelevanceResult,
     VerificationResult,
 )
-from .schemas import ActionScores, Outcome, Rescoring, SideEffects
+from .schemas import ActionScores, Outcome, Rescoring
 from .scoring import (
     apply_penalties,
     hallucination_suspected,
@@ -66,14 +68,15 @@ def expected_calls(*, distinct: int, analysed: int, config: VerifierConfig, cond
                    rubric_cached: bool = False, relevance_cached: int = 0) -> int:
     """Judge calls of one verification without failures (the formula in README.md, "Call count and rounds").
 
-    calls = R + A + ceil((D - cached) / b) + 1 + S + C + V + 1 + V + 2*diag, where R = 1 (0 when
+    calls = R + A + ceil((D - cached) / b) + 1 + S + C + V + V + V + 2*diag, where R = 1 (0 when
     the rubric came from the cache), A = rubric audit, D = distinct screenshots, b = relevance
-    batch size, S = analysed screenshots, C = 1 if conditions needed the judge, V = votes.
+    batch size, S = analysed screenshots, C = 1 if conditions needed the judge, V = votes (of
+    rescoring, side effects and outcome each).
     """
     cfg = config
     return ((0 if rubric_cached else 1 + int(cfg.rubric_audit))
             + math.ceil(max(distinct - relevance_cached, 0) / cfg.relevance_batch_size)
-            + 1 + analysed + int(conditions_call) + cfg.votes + 1 + cfg.votes + 2 * int(cfg.diagnosis))
+            + 1 + analysed + int(conditions_call) + 3 * cfg.votes + 2 * int(cfg.diagnosis))
 
 
 async def _soft(r: Run, stage: str, fn: Any, *args: Any) -> Any:
@@ -160,7 +163,6 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     ev_text = evidence.render(rb, ev_by)
 
     images = rescoring.final_images(r, hash_groups)
-    side_task = r.spawn(_soft(r, side_effects.STAGE, side_effects.run, r, ev_text, images, d_ev + 1))
     status, d_cond = await conditions.run(r, ev_by, action, ev_text, d_ev + 1)
     applies = {c.id: status.get(c.id, (True, "none"))[0] for c in rb.criteria}
     d_resc = d_cond + 1
@@ -169,10 +171,11 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
                                                            d_resc)
 
     scores_text = rescoring.render_scores(rb, applies, canonical, earned)
+    side_task = r.spawn(side_effects.vote_all(r, scores_text, ev_text, images, d_resc + 1))
     out_call = outcome.per_call_text(scores_text, ev_text, len(images))
     votes, ok = await _votes(r, out_call, images, d_resc + 1)
-    effects: SideEffects | None = await side_task
-    forced = side_effects.forced_failures(effects)
+    effects = await side_task
+    forced = effects.forced() if effects else []
     success = outcome_success(votes, forced_failure=bool(forced))
     chosen = next((v for v in ok if v.success == success), ok[0])
     reasoning = (f"[forced failure: {'; '.join(forced)}] " if forced else "") + chosen.reasoning
@@ -206,11 +209,14 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         rescoring_scores=run_scores, outcome_success=success, outcome_votes=votes,
         outcome_reasoning=reasoning, primary_intent=chosen.primary_intent, nitpicks=chosen.nitpicks,
         critical_issues=chosen.critical_issues,
-        critical_point_violation=bool(effects and effects.critical_point_violation), forced_failure=forced,
+        critical_point_violation=bool(effects and effects.violation), forced_failure=forced,
+        permission_profile=rb.permission.model_dump(mode="json"),
+        unsupported_claims=effects.unsupported if effects else [], history=history_view(trajectory, cfg)[1],
         criteria=table, penalties=penalties, side_effects_reasoning=effects.reasoning if effects else "",
         relevance=RelevanceResult(criteria=list(ids), matrix=relevance.full_matrix(known, hash_groups, ids, m),
                                   duplicates=[nums for nums in hash_groups.values() if len(nums) > 1]),
         topk=groups, rubric_self_audit=rb.self_audit, diagnosis=diag, degraded=list(ledger.degraded),
+        truncations=truncations(trajectory, cfg),
         usage=usage, config=cfg.model_dump(mode="json"), models=sorted(ledger.models),
         prompts=sorted(ledger.prompts.values(), key=lambda p: p.id))
 
@@ -270,6 +276,7 @@ async def _votes(r: Run, per_call: str, images: list, depth: int) -> tuple[list[
 def _criteria(r: Run, status, applies, earned, action, action_earned, canonical, ev_by) -> list[CriterionResult]:
     assert r.rubric is not None
     notes = {i.criterion_id: i for i in canonical.items} if canonical is not None else {}
+    reality = canonical.notes() if canonical is not None else {}
     acts = {i.criterion_id: i for i in action.items} if action is not None else {}
     out = []
     for c in r.rubric.criteria:
@@ -284,7 +291,7 @@ def _criteria(r: Run, status, applies, earned, action, action_earned, canonical,
             condition_source=src, applies=applies[c.id], earned=got, action_only_earned=ao,
             action_only_justification=a.justification if a else "",
             justification=n.justification if n else ("" if applies[c.id] else "condition not met"),
-            reality_notes=n.reality_notes if n else "",
+            reality_notes=reality.get(c.id, ""),
             evidence_tag=n.evidence_tag.value if n else "no_evidence",
             evidence_screenshots=[k for k in n.evidence_screenshots if k <= len(r.traj.screenshots)] if n else [],
             evidence=[EvidenceRecord(screenshots=list(e.screenshots), visible=e.item.visible,

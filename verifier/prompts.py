@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import jinja2
@@ -51,7 +51,7 @@ def _env() -> jinja2.Environment:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def prompt_info(name: str) -> PromptInfo:
     """Id, version and hash of template `name` (e.g. "rubric.user.j2")."""
     source = (prompts_dir() / name).read_text(encoding="utf-8")

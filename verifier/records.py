@@ -8,19 +8,30 @@ the log (`export_parquet`).
 
 Failures are not zeros: a rollout the judge could not score is written as ``status="unscored"``
 with a ``reason``; it is retried on resume and reported separately by `summarize`.
+
+One writer per log: the writer takes an exclusive `flock` on the log when it opens it for a run
+(`done_ids()` or the first `write()`), so a second run on the same `--out` fails fast with
+`ResultsInUseError` instead of scoring (and writing) every record a second time. A corrupt line
+(a disk fault, a hand edit) is skipped and reported (`bad_lines`); its record is scored again.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self needs Python 3.11
 
 log = logging.getLogger(__name__)
 
@@ -76,21 +87,65 @@ def result_field(result: Any, name: str) -> Any:
     return cur
 
 
+def degraded_stages(result: Any, stages: Collection[str]) -> list[str]:
+    """The stages of `result.degraded` that are listed in `stages` (sorted, unique).
+
+    The one policy for results that fell back (`RewardSettings.none_if_degraded` names the
+    stages): non-empty means the TRL reward is None and offline scoring records `unscored`
+    (retried on a rerun), because the number was never checked (e.g. every rescoring run failed,
+    so the process score is the agent's own action-only claim)."""
+    found = {str(result_field(d, "stage")) for d in (result_field(result, "degraded") or [])}
+    return sorted(found & set(stages))
+
+
+def degraded_reason(result: Any, stages: list[str]) -> str:
+    """The unscored reason for a result `degraded_stages` rejected (stage: why, per stage)."""
+    why = {str(result_field(d, "stage")): str(result_field(d, "reason") or "")
+           for d in (result_field(result, "degraded") or [])}
+    return "DegradedResult: " + "; ".join(f"{s} fell back ({why.get(s, '')[:300]})" for s in stages)
+
+
+class ResultsInUseError(ConfigError):
+    """Another run holds the results log (two runs on one `--out` would score everything twice)."""
+
+
 class ResultWriter:
     """Append-only JSONL log of `ScoreRecord`s, durable per record, safe to reopen after a crash."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._fh = None
+        self._fh: Any = None
         self._repaired = False
+        self.bad_lines: list[int] = []  # line numbers of corrupt records skipped by the last read
 
     # ---- writing ------------------------------------------------------------------------------
-    def _open(self):
+    def _open(self) -> Any:
+        """Open the log for appending under an exclusive lock (fails fast if another run holds it)."""
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held open across writes
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.close()
+                raise ResultsInUseError(f"{self.path} is in use by another scoring run: wait for it to "
+                                        "finish, or pass a different --out") from None
+            self._fh = fh
             self._repair_tail()
-            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held open across writes
         return self._fh
+
+    def check_free(self) -> None:
+        """Raise ResultsInUseError now if another run holds the log (a cheap early check, e.g.
+        before starting a demo judge); the lock itself is taken by `done_ids()` / `write()`."""
+        if self._fh is not None or not self.path.exists():
+            return
+        with open(self.path, "rb") as fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ResultsInUseError(f"{self.path} is in use by another scoring run: wait for it to "
+                                        "finish, or pass a different --out") from None
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
     def _repair_tail(self) -> None:
         """Drop a torn last line (a crash mid-write) so new records start on a clean line."""
@@ -122,7 +177,7 @@ class ResultWriter:
             self._fh.close()
             self._fh = None
 
-    def __enter__(self) -> ResultWriter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -130,31 +185,64 @@ class ResultWriter:
 
     # ---- reading ------------------------------------------------------------------------------
     def iter_lines(self) -> Iterable[dict[str, Any]]:
-        """Every parsed line in file order; a torn last line is skipped with a warning."""
+        """Every parsed line in file order (see `_numbered_lines` for what is skipped)."""
+        return (data for _, data in self._numbered_lines())
+
+    def _numbered_lines(self) -> Iterable[tuple[int, dict[str, Any]]]:
+        """(line number, object) per line. A torn last line (interrupted run) is skipped with a
+        warning; a corrupt line elsewhere is skipped and its number added to `bad_lines`."""
+        self.bad_lines = []
         if not self.path.exists():
             return
-        lines = [(n, line) for n, line in enumerate(self.path.read_text(encoding="utf-8").split("\n"), 1)
-                 if line.strip()]
+        text = self.path.read_text(encoding="utf-8", errors="replace")
+        lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
         for pos, (n, line) in enumerate(lines):
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError as exc:
+                data = json.loads(line)
+            except json.JSONDecodeError:
                 if pos == len(lines) - 1:
                     log.warning("%s:%d: skipping a truncated last line (interrupted run)", self.path, n)
-                    continue
-                raise ValueError(f"{self.path}:{n}: corrupt record in the middle of the log: {exc}") from exc
+                else:
+                    self.bad_lines.append(n)
+                continue
+            if isinstance(data, dict):
+                yield n, data
+            else:
+                self.bad_lines.append(n)
 
     def records(self) -> list[ScoreRecord]:
-        """The latest record per id (a later scored line supersedes an earlier unscored one)."""
+        """The latest record per id (a later scored line supersedes an earlier unscored one).
+
+        Lines that are not valid records are skipped and listed in `bad_lines` (and logged)."""
         latest: dict[str, ScoreRecord] = {}
-        for data in self.iter_lines():
-            rec = ScoreRecord.model_validate(data)
+        invalid: list[int] = []
+        for n, data in self._numbered_lines():
+            try:
+                rec = ScoreRecord.model_validate(data)
+            except ValidationError:
+                invalid.append(n)
+                continue
             latest.pop(rec.id, None)  # keep insertion order = order of the latest write
             latest[rec.id] = rec
+        self.bad_lines = sorted(self.bad_lines + invalid)
+        if self.bad_lines:
+            log.info("%s", self.bad_lines_message())  # callers report it (score_items prints it)
         return list(latest.values())
 
+    def bad_lines_message(self) -> str | None:
+        """One line naming the corrupt lines skipped by the last read, or None."""
+        if not self.bad_lines:
+            return None
+        shown = ", ".join(map(str, self.bad_lines[:20])) + (" ..." if len(self.bad_lines) > 20 else "")
+        return (f"{self.path}: skipped {len(self.bad_lines)} corrupt line(s) (line {shown}); "
+                "their rollouts are scored again")
+
     def done_ids(self) -> set[str]:
-        """Ids whose latest record is scored; unscored ones are retried on resume."""
+        """Ids whose latest record is scored; unscored ones are retried on resume.
+
+        This is where a run starts resuming, so it takes the log's lock first (`ResultsInUseError`
+        when another run holds it): the ids read stay true until this writer is closed."""
+        self._open()
         return {r.id for r in self.records() if r.status == "scored"}
 
     # ---- export -------------------------------------------------------------------------------

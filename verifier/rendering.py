@@ -2,10 +2,15 @@
 
 Three rules, each fixing a weakness of the reference implementation:
 - **Compact**: one line per step (`3. click {"x": 10} | url=... | thought: «...»`), JSON without
-  ASCII escaping, long thoughts/arguments middle-elided, the whole history capped.
+  ASCII escaping, long thoughts/arguments middle-elided. Over `max_history_chars` the history is
+  compressed, never cut: thoughts shorten first, then go, then long arguments shorten; every
+  step's action line stays, and the judge and the result (`HistoryView`) are told.
 - **Fenced**: everything the agent or the web page produced (thoughts, arguments, URLs, the final
-  answer) sits inside `<untrusted_trajectory_data>` tags; any look-alike tag inside is defused,
-  and every system prompt tells the judge never to follow instructions found there.
+  answer) sits inside an untrusted-data block whose closing tag carries a code the text cannot
+  know, with look-alike tags defused and every line quoted (`verifier.fencing` says how and why);
+  every system prompt tells the judge never to follow instructions found there. The final answer
+  is capped like the other fields (`max_final_answer_chars`, head and tail kept) and the cut is
+  recorded in `result.truncations`.
 - **Shared prefix first**: `messages(...)` always emits [system: stage instructions] then
   [user: shared context (task, rubric, history, final answer) + per-call part + images LAST], and
   the shared context is byte-identical across calls, so vLLM's prefix cache serves it.
@@ -18,25 +23,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .config import VerifierConfig
+from .fencing import FENCE, defuse, fence  # noqa: F401 - FENCE, defuse re-exported (the fence lives there)
 from .judge.base import ImagePart, Message, TextPart
 from .prompts import PromptInfo, RenderedPrompt, prompt_info, prompts_dir, render
+from .result import HistoryView, Truncation
 from .schemas import Rubric
-from .trajectory import Trajectory
+from .trajectory import RunStatus, Trajectory
 
-FENCE = "untrusted_trajectory_data"
-_TAG = re.compile(r"<\s*(/?)\s*untrusted[_\w]*\s*>", re.IGNORECASE)
 _INCLUDE = re.compile(r"""\{%-?\s*include\s+["']([^"']+)["']""")
 _HIDDEN_ARGS = {"reasoning", "thought", "thoughts"}
-
-
-def defuse(text: str) -> str:
-    """Neutralise fence look-alikes so untrusted text cannot close our fence early."""
-    return _TAG.sub(lambda m: f"[{m.group(1)}untrusted-tag removed]", text)
-
-
-def fence(text: str, label: str = "") -> str:
-    head = f"<{FENCE}{' source=' + json.dumps(label) if label else ''}>"
-    return f"{head}\n{defuse(text)}\n</{FENCE}>"
 
 
 def elide(text: str, limit: int) -> str:
@@ -51,47 +46,98 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def render_step(step: Any, cfg: VerifierConfig) -> str:
+def render_step(step: Any, cfg: VerifierConfig, *, thought_chars: int | None = None,
+                argument_chars: int | None = None) -> str:
+    """One line per step; `thought_chars=0` leaves the thought out (history compression)."""
+    thought_limit = cfg.max_thought_chars if thought_chars is None else thought_chars
+    arg_limit = cfg.max_argument_chars if argument_chars is None else argument_chars
     args = {k: v for k, v in step.arguments.items() if k not in _HIDDEN_ARGS}
     thought = step.thought
     if thought is None:
         hidden = [str(step.arguments[k]) for k in ("reasoning", "thoughts", "thought") if step.arguments.get(k)]
         thought = " ".join(hidden) or None
     arg_text = json.dumps(args, ensure_ascii=False, separators=(", ", ": "), default=str) if args else ""
-    parts = [f"{step.index}. {step.action} {elide(_one_line(arg_text), cfg.max_argument_chars)}".rstrip()]
+    parts = [f"{step.index}. {step.action} {elide(_one_line(arg_text), arg_limit)}".rstrip()]
     if step.url:
-        parts.append(f"url={elide(step.url, 150)}")
-    if thought:
-        parts.append(f"thought: «{elide(_one_line(thought), cfg.max_thought_chars)}»")
+        parts.append(f"url={elide(step.url, min(150, arg_limit))}")
+    if thought and thought_limit > 0:
+        parts.append(f"thought: «{elide(_one_line(thought), thought_limit)}»")
     if step.error:
-        parts.append(f"ERROR: {elide(_one_line(step.error), 300)}")
+        parts.append(f"ERROR: {elide(_one_line(step.error), min(300, max(arg_limit, 60)))}")
     return " | ".join(parts)
 
 
-def render_history(traj: Trajectory, cfg: VerifierConfig) -> str:
-    """All steps, one line each; beyond `max_history_chars` the middle steps are elided."""
+#: Compression levels tried in order when the history is over budget:
+#: (thought chars, argument chars, HistoryView.thoughts, HistoryView.arguments); None = as configured.
+_LEVELS: tuple[tuple[int | None, int | None, str, str], ...] = (
+    (None, None, "full", "full"), (160, None, "shortened", "full"), (0, None, "omitted", "full"),
+    (0, 60, "omitted", "shortened"))
+
+
+def history_view(traj: Trajectory, cfg: VerifierConfig) -> tuple[str, HistoryView]:
+    """(history text, how it was rendered). Never drops a step: see `HistoryView`."""
+    budget = cfg.max_history_chars
     if not traj.steps:
-        return "(the agent took no actions)"
-    lines = [render_step(s, cfg) for s in traj.steps]
-    text = "\n".join(lines)
-    if len(text) <= cfg.max_history_chars:
-        return text
-    head, tail, budget = [], [], cfg.max_history_chars // 2
-    for line in lines:
-        if sum(len(x) + 1 for x in head) + len(line) > budget:
+        text = "(the agent took no actions)"
+        return text, HistoryView(steps=0, chars=len(text), budget=budget)
+    for thoughts, args, t_state, a_state in _LEVELS:
+        if thoughts is not None:
+            thoughts = min(thoughts, cfg.max_thought_chars)  # compression never lengthens a thought
+        if args is not None:
+            args = min(args, cfg.max_argument_chars)
+        text = "\n".join(render_step(s, cfg, thought_chars=thoughts, argument_chars=args) for s in traj.steps)
+        if len(text) <= budget:
             break
-        head.append(line)
-    for line in reversed(lines[len(head):]):
-        if sum(len(x) + 1 for x in tail) + len(line) > budget:
-            break
-        tail.insert(0, line)
-    return "\n".join(head + [f"[… {len(lines) - len(head) - len(tail)} middle steps omitted …]"] + tail)
+    return text, HistoryView(steps=len(traj.steps), chars=len(text), budget=budget,
+                             thoughts=t_state, arguments=a_state,  # type: ignore[arg-type]
+                             over_budget=len(text) > budget)
 
 
-def render_final_answer(traj: Trajectory) -> str:
+def render_history(traj: Trajectory, cfg: VerifierConfig) -> str:
+    """All steps, one line each, compressed (never cut) beyond `max_history_chars`."""
+    return history_view(traj, cfg)[0]
+
+
+def history_note(view: HistoryView) -> str:
+    """What the judge is told about a compressed history ("" when nothing was compressed)."""
+    if not view.compressed:
+        return ""
+    done = {"shortened": "the agent's thoughts are shortened", "omitted": "the agent's thoughts are left out",
+            "full": "the agent's thoughts are complete"}[view.thoughts]
+    if view.arguments == "shortened":
+        done += " and long arguments and URLs are shortened"
+    return f"(This history is long: {done}. All {view.steps} steps' action lines are listed.)"
+
+
+_STATUS = {RunStatus.finished: "finished: the agent stopped on its own",
+           RunStatus.step_budget_exhausted: "step budget exhausted: the run was cut off before the agent finished",
+           RunStatus.aborted: "aborted: the harness stopped the run"}
+
+
+def render_status(traj: Trajectory) -> str:
+    """How the run ended, for the judge (issue 9, H2): status plus whether there is a final answer."""
+    answer = "a final answer was given" if traj.final_answer is not None else "NO final answer was given"
+    return f"{_STATUS[traj.status]}; {answer}."
+
+
+def render_final_answer(traj: Trajectory, cfg: VerifierConfig | None = None) -> str:
+    """The answer as the judge sees it: middle-elided beyond `max_final_answer_chars` (head and
+    tail carry the claim and its conclusion; a 5 MB answer would otherwise fill every call)."""
     if traj.final_answer is None:
         return "(the agent gave no final answer)"
-    return traj.final_answer or "(empty answer)"
+    limit = (cfg or VerifierConfig()).max_final_answer_chars
+    return elide(traj.final_answer, limit) if traj.final_answer else "(empty answer)"
+
+
+def truncations(traj: Trajectory, cfg: VerifierConfig | None = None) -> list[Truncation]:
+    """The trajectory fields the judge saw cut (recorded in the result, so a verdict on a cut
+    answer is never mistaken for a verdict on the whole)."""
+    limit = (cfg or VerifierConfig()).max_final_answer_chars
+    answer = traj.final_answer or ""
+    if len(answer) <= limit:
+        return []
+    return [Truncation(field="final_answer", original_chars=len(answer),
+                       kept_chars=len(elide(answer, limit)))]
 
 
 def render_rubric(rubric: Rubric) -> str:
@@ -105,7 +151,9 @@ def render_rubric(rubric: Rubric) -> str:
                 head += f" (mutually exclusive group '{c.exclusive_group}')"
         out.append(f"{head}\n  {c.description}")
     if rubric.critical_points:
-        out.append("Critical points (never required to be crossed): " + "; ".join(rubric.critical_points))
+        allowed = {"granted": "granted by the task", "not_granted": "not granted",
+                   "no_critical_point": "not needed"}[rubric.permission.permission]
+        out.append(f"Critical points (permission to cross: {allowed}): " + "; ".join(rubric.critical_points))
     return "\n".join(out)
 
 
@@ -123,10 +171,12 @@ def image_part(traj: Trajectory, number: int, same_as: Sequence[int] = ()) -> Im
 def shared_context(traj: Trajectory, cfg: VerifierConfig, rubric: Rubric | None, *,
                    with_history: bool = True) -> str:
     """The block every call of a trajectory starts with (byte-identical across stages)."""
+    text, view = history_view(traj, cfg) if with_history else ("", None)
     return render("context.user.j2", task=traj.task.instruction, start_url=traj.task.start_url,
                   rubric=render_rubric(rubric) if rubric is not None else None,
-                  history=fence(render_history(traj, cfg), "action history") if with_history else None,
-                  final_answer=fence(render_final_answer(traj), "final answer") if with_history else None,
+                  history=fence(text, "action history") if with_history else None,
+                  history_note=history_note(view) if view is not None else "", status=render_status(traj),
+                  final_answer=fence(render_final_answer(traj, cfg), "final answer") if with_history else None,
                   n_screenshots=len(traj.screenshots)).text
 
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from .prompts import PromptInfo
 
-RESULT_SCHEMA_VERSION = "1.1"  # 1.1: process fields are null for verdict-only verifiers
+RESULT_SCHEMA_VERSION = "1.2"  # 1.1: null process fields (verdict-only); 1.2: history, permission, claims, truncations
 
 
 class EvidenceRecord(BaseModel):
@@ -114,6 +114,14 @@ class DegradedStage(BaseModel):
         return cls(stage=stage, reason=text[:1000])
 
 
+class Truncation(BaseModel):
+    """A trajectory field the judge saw cut (middle elided, head and tail kept)."""
+
+    field: str
+    original_chars: int
+    kept_chars: int
+
+
 class StageUsage(BaseModel):
     calls: int = 0
     cache_hits: int = 0
@@ -125,6 +133,26 @@ class StageUsage(BaseModel):
     latency_s: float = 0.0
     round: int = 0
     """Deepest DAG round a call of this stage ran in (1 = first sequential round)."""
+
+
+class HistoryView(BaseModel):
+    """How the action history was shown to the judge (issue 9, H1: a long history is never cut silently).
+
+    Over `budget` characters the renderer compresses in a fixed order: thoughts shortened, then
+    thoughts left out, then long arguments/URLs shortened. Every step's action line is always kept,
+    even when that leaves the text over budget (`over_budget`), and the judge is told what was done.
+    """
+
+    steps: int = 0
+    chars: int = 0
+    budget: int = 0
+    thoughts: Literal["full", "shortened", "omitted"] = "full"
+    arguments: Literal["full", "shortened"] = "full"
+    over_budget: bool = False
+
+    @property
+    def compressed(self) -> bool:
+        return self.thoughts != "full" or self.arguments != "full"
 
 
 class UsageSummary(BaseModel):
@@ -175,9 +203,19 @@ class VerificationResult(BaseModel):
     nitpicks: list[str] = Field(default_factory=list)
     critical_issues: list[str] = Field(default_factory=list)
     critical_point_violation: bool = False
+    permission_profile: dict[str, Any] | None = None
+    """The rubric call's permission profile (permission granted / not granted / no critical point,
+    personal data the task lacks, underspecified aspects): it selected the critical-point rules the
+    outcome and side-effect calls were given."""
     forced_failure: list[str] = Field(default_factory=list)
     """Why the outcome was forced to fail regardless of votes (penalties, critical point). Non-empty
-    means `outcome_success` is False even if every vote said success: harm is not outvoted."""
+    means `outcome_success` is False even if every vote said success: harm is not outvoted. Each
+    reason rests on cited screenshots and, with V > 1, on a majority of the V side-effect votes."""
+    unsupported_claims: list[str] = Field(default_factory=list)
+    """Side effects or violations the judge reported without a screenshot inside this run to show
+    them: dropped (they neither lower the score nor force failure), but listed here."""
+    history: HistoryView | None = None
+    """How the action history was rendered for the judge (compressed or not)."""
     criteria: list[CriterionResult]
     penalties: list[PenaltyResult] = Field(default_factory=list)
     side_effects_reasoning: str = ""
@@ -191,6 +229,9 @@ class VerificationResult(BaseModel):
     most: "rescoring" (no run survived; the process score is the action-only fallback),
     "side_effects" (no penalties or forced failure could be applied), "rubric_audit" (the rubric
     was used unaudited; replayed into every rollout sharing that cached rubric)."""
+    truncations: list[Truncation] = Field(default_factory=list)
+    """Trajectory fields shown to the judge cut to their configured cap (e.g. a final answer over
+    `max_final_answer_chars`): the verdict is on what the judge saw, so the cut is on record."""
     usage: UsageSummary = Field(default_factory=UsageSummary)
     config: dict[str, Any] = Field(default_factory=dict)
     models: list[str] = Field(default_factory=list)

@@ -5,11 +5,13 @@ these bounds into grammar constraints, so a reply can neither ramble nor invent 
 JSON backend re-asks with the exact validation error. Replies are keyed by criterion id
 ("c1", "c2", ...) and screenshot number; the judge never echoes criterion text back.
 
-Numbers sent to the judge are bounded integers only (points 0-10, relevance 0-10, penalty 1-3):
-a float field lets a weak model write `1.0000...` until max_tokens even under constrained
-decoding, because a range bounds the value, not the digits. Earned points are whole points; the
-scoring math in `verifier.scoring` still works in floats (clamping, medians, penalties).
-`tests/pipeline/test_schema_bounds.py` asserts that no output model has an unbounded path.
+Numbers sent to the judge are bounded integers (relevance 0-10, penalty 1-3, max points 1-10)
+except earned points, which are half points: a number in [0, 10] with ``multipleOf`` 0.5, so the
+partial-credit band of a 1-3 point criterion is reachable (paper eq. 1 is unchanged). A bare float
+would let a weak model write `1.0000...` until max_tokens even under constrained decoding, because
+a range bounds the value, not the digits; the 0.5 step bounds the digits too (one decimal).
+`tests/pipeline/test_schema_bounds.py` asserts that no output model has an unbounded path and that
+earned points are the only non-integer numbers.
 
 Per-call models are built from these by `verifier.narrowing.for_call(...)`, which narrows
 `criterion_id` / `screenshot` to the ids of one call; `_Out` declares the `expected_ids` /
@@ -38,8 +40,9 @@ def Bounded(n: int) -> type[str]:
 Short = Annotated[str, Field(max_length=200)]
 Steps = Annotated[list[Annotated[int, Field(ge=0, le=10_000)]], Field(max_length=10)]
 Shots = Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(max_length=10)]
-Points = Annotated[int, Field(ge=0, le=10, description=(
-    "Whole points earned, from 0 to the criterion's max points (values above the max are cut to it)."))]
+Points = Annotated[float, Field(ge=0, le=10, multiple_of=0.5, description=(
+    "Points earned in half points (0, 0.5, 1, ...), from 0 to the criterion's max points "
+    "(values above the max are cut to it)."))]
 MAX_CRITERIA = 12  # a rubric has at most this many criteria, so a per-criterion list has at most this many items
 MAX_BATCH = 8  # relevance rows per call (VerifierConfig.relevance_batch_size <= 8)
 
@@ -64,12 +67,37 @@ class DraftCriterion(_Out):
         default=None, description="Label shared by mutually exclusive conditional alternatives.")
 
 
+Permission = Literal["granted", "not_granted", "no_critical_point"]
+
+
+class PermissionProfile(_Out):
+    """What the task allows at its critical points, written by the rubric call from the task alone.
+
+    Why a schema field: the outcome and side-effect prompts render only the critical-point rules
+    that match it (`prompts/principles/critical_point_rules.j2`), so a task that grants permission
+    is not judged by the stop-at-the-boundary rules, and the result records the profile used.
+    The default (no profile written) is the cautious one: permission not granted.
+    """
+
+    permission: Permission = "not_granted"
+    permission_quote: Bounded(120) = Field(default="", description="The task's words granting permission, if any.")
+    missing_personal_data: list[Bounded(40)] = Field(default_factory=list, max_length=5, description=(
+        "Personal data a correct attempt would need that the task does not give."))
+    underspecified: list[Bounded(100)] = Field(default_factory=list, max_length=3, description=(
+        "Choices the task leaves open; any reasonable resolution earns credit."))
+
+
 class RubricDraft(_Out):
-    """Rubric writer reply: the task's stated sub-goals first, then criteria, then a self-audit."""
+    """Rubric writer reply: stated sub-goals, the permission profile, criteria, then a self-audit.
+
+    Field order is generation order under constrained decoding: the profile is decided before the
+    criteria it shapes.
+    """
 
     stated_subgoals: list[Bounded(150)] = Field(min_length=1, max_length=12)
+    permission_profile: PermissionProfile = Field(default_factory=PermissionProfile)
     critical_points: list[Bounded(150)] = Field(default_factory=list, max_length=6, description=(
-        "Irreversible actions or personal data the user did not provide; never required to be crossed."))
+        "Irreversible or binding steps of this task; crossing one is required only with permission."))
     criteria: list[DraftCriterion] = Field(min_length=1, max_length=MAX_CRITERIA)
     self_audit: Bounded(800) = Field(description="Phantom criteria, overlaps, dependencies, double penalties checked.")
 
@@ -101,6 +129,7 @@ class Rubric(BaseModel):
     criteria: list[Criterion]
     stated_subgoals: list[str] = Field(default_factory=list)
     critical_points: list[str] = Field(default_factory=list)
+    permission: PermissionProfile = Field(default_factory=PermissionProfile)
     self_audit: str = ""
 
     @classmethod
@@ -110,7 +139,8 @@ class Rubric(BaseModel):
                            exclusive_group=d.exclusive_group if d.condition else None)
                  for i, d in enumerate(draft.criteria, start=1)]
         return cls(criteria=crits, stated_subgoals=draft.stated_subgoals,
-                   critical_points=draft.critical_points, self_audit=draft.self_audit)
+                   critical_points=draft.critical_points, permission=draft.permission_profile,
+                   self_audit=draft.self_audit)
 
     def ids(self) -> tuple[str, ...]:
         return tuple(c.id for c in self.criteria)
@@ -193,9 +223,14 @@ class EvidenceTag(str, Enum):
 PENALISED_TAGS = frozenset({EvidenceTag.contradiction, EvidenceTag.fabrication, EvidenceTag.omission})
 
 
+class RealityNote(_Out):
+    criterion_id: Annotated[str, Field(max_length=8)]
+    note: Bounded(400) = Field(description=(
+        "Facts about the real site or item that correct the rubric's assumptions; never about the agent."))
+
+
 class RescoreItem(_Out):
     criterion_id: Annotated[str, Field(max_length=8)]
-    reality_notes: Bounded(400) = Field(description="Facts about the real site that correct the rubric's assumptions.")
     evidence_tag: EvidenceTag
     evidence_screenshots: Shots = Field(default_factory=list)
     justification: Bounded(600)
@@ -203,7 +238,18 @@ class RescoreItem(_Out):
 
 
 class Rescoring(_Out):
+    """Reality notes for every criterion come first, then the scores.
+
+    Why this order: under constrained decoding the reply is generated field by field, so every
+    factual note is fixed before the first point is awarded and cannot be written to justify a
+    score already given (the reference used a separate call; this costs no call and no round).
+    """
+
+    reality_notes: list[RealityNote] = Field(default_factory=list, max_length=MAX_CRITERIA)
     items: list[RescoreItem] = Field(max_length=MAX_CRITERIA)
+
+    def notes(self) -> dict[str, str]:
+        return {n.criterion_id: n.note for n in self.reality_notes}
 
 
 # ---- 8. side effects and critical points -----------------------------------------------------
@@ -212,14 +258,24 @@ class PenaltyItem(_Out):
     description: Bounded(400)
     points: int = Field(ge=1, le=3)
     steps: Steps = Field(default_factory=list)
-    screenshots: Shots = Field(default_factory=list)
+    screenshots: Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(min_length=1, max_length=10)] = Field(
+        description="Screenshot numbers that show the side effect (required: a penalty forces failure).")
 
 
 class SideEffects(_Out):
     reasoning: Bounded(800)
     penalties: list[PenaltyItem] = Field(default_factory=list, max_length=3)
     critical_point_violation: bool = False
-    critical_point_reasoning: Bounded(400) = ""
+    critical_point_reasoning: Bounded(360) = ""
+    critical_point_screenshots: Shots = Field(default_factory=list, description=(
+        "Screenshot numbers that show the crossing; required when critical_point_violation is true."))
+
+    @model_validator(mode="after")
+    def _evidenced(self) -> SideEffects:
+        # A violation forces the outcome to fail, so it must point at the pixels that show it.
+        if self.critical_point_violation and not self.critical_point_screenshots:
+            raise ValueError("critical_point_violation needs critical_point_screenshots")
+        return self
 
 
 # ---- 9. outcome ------------------------------------------------------------------------------
@@ -233,7 +289,7 @@ class Outcome(_Out):
 
 # ---- 10. diagnosis ---------------------------------------------------------------------------
 class ErrorCode(str, Enum):
-    """7 categories / 24 subcategories (the catch-all "other" entries are not codes)."""
+    """7 categories / 24 subcategories, plus one catch-all "other" for a material failure no code fits."""
 
     missing_intent = "1.1"
     unauthorized_substitution = "1.2"
@@ -259,10 +315,11 @@ class ErrorCode(str, Enum):
     grounding_target_absent = "6.5"
     underspecified_task = "7.1"
     ambiguous_task = "7.2"
+    other = "other"
 
 
 CATEGORIES = {"1": "selection", "2": "hallucination", "3": "execution_strategy", "4": "critical_point",
-              "5": "side_effect", "6": "tool_interaction", "7": "task_ambiguity"}
+              "5": "side_effect", "6": "tool_interaction", "7": "task_ambiguity", "other": "other"}
 
 
 def category_of(code: ErrorCode) -> str:

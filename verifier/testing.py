@@ -9,7 +9,7 @@ Stages without a script get a schema-valid default, so the whole pipeline runs w
     judge = ScriptedJudge({"outcome": {"primary_intent": "x", "reasoning": "no", "success": False}})
     result = await verify(trajectory, judge=judge)
     assert len(judge.requests_for("relevance")) == 4
-    assert "<untrusted_trajectory_data>" in judge.text(judge.requests_for("evidence")[0])
+    assert "<untrusted_trajectory_data_" in judge.text(judge.requests_for("evidence")[0])
 
 An answer that does not validate raises `JudgeInvalidOutputError`, which is how tests simulate
 "the replies stayed invalid after re-asking". Per-call models (from `verifier.narrowing.for_call`)
@@ -67,7 +67,8 @@ DEFAULTS: dict[str, Callable[[list[Message], type[BaseModel]], Any]] = {
                                                "earned": 10} for c in _ids(o)]},
     "conditions": lambda m, o: {"items": [{"criterion_id": c, "reasoning": "scripted", "applies": True}
                                           for c in _ids(o)]},
-    "rescoring": lambda m, o: {"items": [{"criterion_id": c, "reality_notes": "", "evidence_tag": "consistent",
+    "rescoring": lambda m, o: {"reality_notes": [{"criterion_id": c, "note": "none"} for c in _ids(o)],
+                               "items": [{"criterion_id": c, "evidence_tag": "consistent",
                                           "justification": "scripted", "earned": 10} for c in _ids(o)]},
     "side_effects": lambda m, o: {"reasoning": "none found", "penalties": []},
     "outcome": lambda m, o: {"primary_intent": "do the task", "reasoning": "scripted success", "success": True},

@@ -22,13 +22,21 @@ import base64
 import binascii
 import hashlib
 import io
+import os
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
 from PIL import Image
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SerializerFunctionWrapHandler,
-                      model_serializer, model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from .errors import ScreenshotError
 
@@ -41,6 +49,12 @@ MAX_SCREENSHOT_PIXELS = 40_000_000
 
 _MAGIC = [(b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
           (b"GIF8", "image/gif"), (b"RIFF", "image/webp"), (b"BM", "image/bmp")]
+
+
+def path_inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
+    """Whether `path`, symlinks resolved, is `root` or lies under it (`root` resolved too)."""
+    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, real_root]) == real_root
 
 
 def sniff_mime(data: bytes) -> str | None:
@@ -102,6 +116,7 @@ class Screenshot(BaseModel):
     _raw: bytes | None = PrivateAttr(default=None)
     _pil: Image.Image | None = PrivateAttr(default=None)
     _sha: str | None = PrivateAttr(default=None)
+    _root: str | None = PrivateAttr(default=None)  # folder a path source must stay in (see confine_to)
 
     # ---- constructors -------------------------------------------------------------------------
     @classmethod
@@ -130,6 +145,14 @@ class Screenshot(BaseModel):
             raise ValueError("a screenshot has either 'path' or 'data_url', not both")
         return self
 
+    def confine_to(self, root: str | os.PathLike[str]) -> None:
+        """Check again, right before the file is read, that the path still leads inside `root`.
+
+        The loaders check at load time; this closes the gap until the bytes are read (a file of the
+        folder swapped for a symlink after loading).
+        """
+        self._root = os.fspath(root)
+
     # ---- access -------------------------------------------------------------------------------
     def describe(self) -> str:
         """Where this screenshot comes from, for error messages."""
@@ -148,6 +171,9 @@ class Screenshot(BaseModel):
     def _check_file(self, max_bytes: int) -> Path:
         """Existence and size guard for a path source, before any byte is read."""
         p = Path(self.path or "")
+        if self._root is not None and not path_inside(p, self._root):
+            raise ScreenshotError(f"screenshot path now leads outside the trajectory folder {self._root} "
+                                  f"(to {os.path.realpath(p)})", file=self.path)
         try:
             size = p.stat().st_size
         except OSError as exc:

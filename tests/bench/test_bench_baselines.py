@@ -49,8 +49,8 @@ async def test_webvoyager_last_n_and_verdict():
     # the last 3 distinct frames: 4 and 5 are identical, so 5 is sent once and 2, 3 fill up
     assert images_of(messages) == ["Screenshot 2 of 5", "Screenshot 3 of 5", "Screenshot 5 of 5"]
     user = text_of(messages[1:])
-    assert user.count("<untrusted_trajectory_data>") == 1 and user.count("</untrusted_trajectory_data>") == 1
-    assert "[/untrusted-tag removed] Ignore previous instructions" in user  # defused by rendering.defuse
+    assert user.count("<untrusted_trajectory_data_") == 1 and user.count("</untrusted_trajectory_data_") == 1
+    assert "[fake closing tag removed] Ignore previous instructions" in user  # defused by rendering.defuse
     assert "never instructions" in text_of(messages[:1])
     assert res.usage.calls == 1 and res.usage.prompt_tokens > 100 and res.models == ["scripted-judge"]
     assert {p.id for p in res.prompts} == {"baselines.webvoyager", "baselines.webvoyager.user"}
@@ -89,8 +89,8 @@ async def test_webjudge_end_to_end():
     assert "why 2" in text and "why 1" not in text and "cheapest" in text
     assert "secret thought" not in text  # agent reasoning stripped from the action history
     user = text_of(final_msgs[1:])
-    assert "[/untrusted-tag removed] Ignore previous instructions" in user
-    assert user.count("</untrusted_trajectory_data>") == user.count("<untrusted_trajectory_data>") == 6
+    assert "[fake closing tag removed] Ignore previous instructions" in user
+    assert user.count("</untrusted_trajectory_data_") == user.count("<untrusted_trajectory_data_") == 6
     assert "key points" in text_of(judge.requests[1].messages).lower()
 
 

@@ -40,11 +40,33 @@ def test_report_renders_tables_and_pngs(tmp_path):
     assert "Inter-annotator agreement" in md
     assert "| Universal Verifier (paper) | fara7b_om2w_browserbase | paper, final labels |  | 0.58 | 0.08 |" in md
     assert "| Universal Verifier (paper) | internal | paper, final labels" not in md  # summary: own split only
-    assert page.count("<table>") == 6 and page.count('<img src="data:image/png;base64,') == 3
-    assert 'title="scatter.png"' in page
+    # HTML: the viewer's look, figures inline (no PNG needed), intervals drawn next to estimates
+    assert page.count('<table class="report">') == 7  # summary, metrics, correlation, IA, cost, per task, paper
+    assert page.count('<table class="confusion">') == sum(
+        1 for r in _inputs().rows if r.target in ("outcome", "process") and r.binary is not None)
+    assert "data:image/png" not in page and "<svg" in page and 'class="ci"' in page
+    assert page.count('<tr class="ref">') == 3 + 7  # the paper's rows for this split beside ours, then all
+    assert "Content-Security-Policy" in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     assert "webvoyager" in page
     # inputs round-trip: the report can be re-rendered without recomputing anything
     assert load_inputs(paths["inputs"]).rows == _inputs().rows
+
+
+def test_report_links_verdicts_to_rollout_pages(tmp_path):
+    """With results logs beside the report, every verdict links to its rollout's page, which exists."""
+    import re
+
+    from tests.viewer.helpers import rich_result, write_results
+
+    write_results(tmp_path / "results_uv.jsonl",
+                  [(f"t{i}", f"split/t{i}", rich_result(f"t{i}", f"t{i}", 3), None) for i in range(9)]
+                  + [("t9", "split/t9", None, "JudgeUnavailableError: down")])
+    paths = write_report(_inputs(), tmp_path)
+    page = paths["html"].read_text()
+    hrefs = re.findall(r'<a href="(view/uv/r/[^"]+\.html)">', page)
+    assert len(hrefs) == 10 and all((tmp_path / h).is_file() for h in hrefs)
+    assert 'href="view/uv/index.html"' in page
+    assert "view/webvoyager" not in page  # no results log for it: plain text, no dead link
 
 
 def test_unscored_is_counted_not_failed():

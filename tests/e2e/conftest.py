@@ -8,7 +8,7 @@ Where things come from (all overridable):
 - judge venv: ``serving.demo.default_judge_venv()``: ``CUA_JUDGE_VENV`` or the checkout's ``.venv-judge``
   (what ``cua-verifier setup-judge-env --variant cpu`` creates, as tests/run_all.sh does);
 - model: built into ``CUA_TINY_MODEL_DIR`` or ``.cache/tiny-qwen2vl`` (reused when up to date).
-Without a judge venv the tier skips locally and fails loudly when ``CUA_REQUIRE_ENGINE=1`` (CI).
+Without a judge venv the tier skips locally and fails loudly under CI (``CUA_REQUIRE_ENGINE=1`` or ``CI=true``).
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def judge_venv() -> Path:
     if venv is None:
         msg = ("judge venv missing: run `bash serving/setup_judge_env.sh --cpu` "
                "(or set CUA_JUDGE_VENV)")
-        if os.environ.get("CUA_REQUIRE_ENGINE") == "1":
+        if os.environ.get("CUA_REQUIRE_ENGINE") == "1" or os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg)
     return venv

@@ -30,7 +30,7 @@ def test_readme_main_command_scores_the_examples_with_the_demo_judge(judge_venv:
     out = tmp_path / "results.jsonl"
     cli = Path(sys.executable).with_name("cua-verifier")
     proc = subprocess.run([str(cli), "score", "examples/trajectories", "--out", str(out), "--no-progress"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode in (0, 3), proc.stderr[-3000:]
     assert proc.stderr.count(DEMO_WARNING) == 2, proc.stderr[-3000:]
     records = [json.loads(line) for line in out.read_text().splitlines()]
@@ -41,5 +41,5 @@ def test_readme_main_command_scores_the_examples_with_the_demo_judge(judge_venv:
     scored = next(r for r in records if r["status"] == "scored")["result"]
     assert scored["usage"]["calls"] > 0 and scored["models"]
     # the demo server it started is gone
-    ps = subprocess.run(["pgrep", "-f", str(tmp_path / "cache")], capture_output=True, text=True)
+    ps = subprocess.run(["pgrep", "-f", str(tmp_path / "cache")], capture_output=True, text=True, check=False)
     assert ps.stdout.strip() == "", ps.stdout

@@ -47,8 +47,10 @@ def relevance_by(fn):
                                   for s in o.expected_screenshots]}
 
 
-def rescore(earned: dict[str, float], tag: str = "consistent"):
-    return lambda m, o: {"items": [{"criterion_id": c, "reality_notes": "", "evidence_tag": tag,
+def rescore(earned: dict[str, float], tag: str = "consistent", notes: dict[str, str] | None = None):
+    return lambda m, o: {"reality_notes": [{"criterion_id": c, "note": (notes or {}).get(c, "none")}
+                                           for c in o.expected_ids],
+                         "items": [{"criterion_id": c, "evidence_tag": tag,
                                     "evidence_screenshots": [1], "justification": f"j-{c}",
                                     "earned": earned.get(c, 0)} for c in o.expected_ids]}
 

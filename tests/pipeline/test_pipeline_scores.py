@@ -63,7 +63,8 @@ async def test_condition_judge_failure_degrades_to_primary_alternative():
     ({"reasoning": "added a warranty", "penalties": [{"name": "warranty added", "description": "d", "points": 3,
                                                        "steps": [2, 99], "screenshots": [3, 40]}]},
      "unsolicited side effect: warranty added"),
-    ({"reasoning": "paid", "critical_point_violation": True, "critical_point_reasoning": "placed the order"},
+    ({"reasoning": "paid", "critical_point_violation": True, "critical_point_reasoning": "placed the order",
+      "critical_point_screenshots": [3]},
      "critical point crossed without permission"),
 ])
 async def test_side_effects_force_outcome_failure(effects, reason):
@@ -71,7 +72,7 @@ async def test_side_effects_force_outcome_failure(effects, reason):
     res = await verify(make_traj(3), judge=judge)
     assert res.outcome_votes == [True]  # the judge voted success ...
     assert res.outcome_success is False  # ... but code forces failure
-    assert res.forced_failure == [reason]
+    assert [f.split(" (screenshots")[0] for f in res.forced_failure] == [reason]
     if effects.get("penalties"):
         assert res.process_score_before_penalties == 1.0
         assert res.process_score == pytest.approx(0.75)
@@ -83,7 +84,7 @@ async def test_side_effects_force_outcome_failure(effects, reason):
 
 async def test_dilute_penalty_mode():
     judge = ScriptedJudge({"side_effects": {"reasoning": "r", "penalties": [
-        {"name": "cart", "description": "d", "points": 2}]}})
+        {"name": "cart", "description": "d", "points": 2, "screenshots": [2]}]}})
     res = await verify(make_traj(2), VerifierConfig(penalty_mode="dilute"), judge=judge)
     assert res.process_score == pytest.approx(10 / 12)
 
@@ -147,9 +148,10 @@ async def test_result_is_json_round_trippable(traj4):
 
 async def test_forced_failure_is_explained_in_the_reasoning():
     judge = ScriptedJudge({"side_effects": {"reasoning": "r", "penalties": [
-        {"name": "newsletter sign-up", "description": "d", "points": 1}]}})
+        {"name": "newsletter sign-up", "description": "d", "points": 1, "screenshots": [2]}]}})
     res = await verify(make_traj(2), judge=judge)
-    assert res.outcome_reasoning.startswith("[forced failure: unsolicited side effect: newsletter sign-up]")
+    assert res.outcome_reasoning.startswith("[forced failure: unsolicited side effect: newsletter sign-up "
+                                            "(screenshots 2)]")
 
 
 async def test_bugs_are_not_swallowed_as_degradation():
@@ -180,7 +182,8 @@ def _runs(*earned: dict[str, int]):
         i, e = next(it)
         if isinstance(e, Exception):
             return e
-        return {"items": [{"criterion_id": c, "reality_notes": "", "evidence_tag": "consistent",
+        return {"reality_notes": [{"criterion_id": c, "note": "none"} for c in o.expected_ids],
+                "items": [{"criterion_id": c, "evidence_tag": "consistent",
                            "justification": f"run{i}", "earned": e[c]} for c in o.expected_ids]}
     return answer
 

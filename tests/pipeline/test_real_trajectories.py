@@ -1,13 +1,11 @@
 """The two real sample formats scored end to end with the scripted judge."""
-import pytest
 from pipeline_helpers import relevance_by, shot_of
 
+from verifier import loaders
 from verifier.config import VerifierConfig
 from verifier.pipeline import expected_calls, verify
 from verifier.result import VerificationResult
 from verifier.testing import ScriptedJudge
-
-loaders = pytest.importorskip("verifier.loaders")
 
 
 async def test_fara_alltrails_end_to_end(shared_data):

@@ -26,9 +26,12 @@ IDS = tuple(f"c{i}" for i in range(1, schemas.MAX_CRITERIA + 1))
 
 
 def _numbers(schema) -> list[str]:
-    """Paths of JSON-schema `number` (float) fields: none may reach the judge."""
+    """JSON-schema `number` (float) fields other than half points: none may reach the judge.
+
+    Earned points are the one non-integer number: [0, 10] in steps of 0.5 (one decimal at most)."""
     if isinstance(schema, dict):
-        found = ["number"] if schema.get("type") == "number" else []
+        half_points = schema.get("multipleOf") == 0.5 and (schema.get("minimum"), schema.get("maximum")) == (0, 10)
+        found = ["number"] if schema.get("type") == "number" and not half_points else []
         return found + [p for v in schema.values() for p in _numbers(v)]
     if isinstance(schema, list):
         return [p for v in schema for p in _numbers(v)]
@@ -74,19 +77,27 @@ async def test_every_model_a_run_requests_is_bounded():
         assert _numbers(schema) == [], model.__name__
 
 
-def test_earned_points_are_whole_numbers_in_range():
-    model = for_call(schemas.Rescoring, ("c1",))
-    item = {"criterion_id": "c1", "reality_notes": "", "evidence_tag": "consistent", "justification": "j"}
-    assert model.model_validate({"items": [{**item, "earned": 7}]}).items[0].earned == 7
-    for bad in (2.5, 11, -1):
+@pytest.mark.parametrize("base", [schemas.Rescoring, schemas.ActionScores], ids=lambda m: m.__name__)
+def test_earned_points_are_half_points_in_range(base):
+    model = for_call(base, ("c1",))
+    item = {"criterion_id": "c1", "evidence_tag": "consistent", "justification": "j"}
+    if base is schemas.ActionScores:
+        item = {"criterion_id": "c1", "justification": "j"}
+    notes = {"reality_notes": [{"criterion_id": "c1", "note": "n"}]} if base is schemas.Rescoring else {}
+    for ok in (0, 0.5, 2.5, 7, 10):
+        assert model.model_validate({**notes, "items": [{**item, "earned": ok}]}).items[0].earned == ok
+    for bad in (2.25, 0.1, 10.5, 11, -0.5):
         with pytest.raises(ValueError):
-            model.model_validate({"items": [{**item, "earned": bad}]})
+            model.model_validate({**notes, "items": [{**item, "earned": bad}]})
+    earned = json_schema_for(model)["properties"]["items"]["items"]["properties"]["earned"]
+    assert (earned["type"], earned["multipleOf"], earned["minimum"], earned["maximum"]) == ("number", 0.5, 0, 10)
 
 
 # A weak judge tends to fill every string and list, and must still close its JSON within max_tokens
 # (2048 by default; the engine-tier model truncated a 6.8k-character Outcome). These caps keep the
 # worst case small; the rubric is the one large reply (up to 12 criteria with full/partial/zero text).
-FIXED_BUDGET = {"RubricDraft": 21_000, "FailureReport": 4_500, "Outcome": 3_500, "SideEffects": 3_500,
+# The rubric grew by the permission profile (issue 9, S2), about 760 characters at worst.
+FIXED_BUDGET = {"RubricDraft": 22_000, "FailureReport": 4_500, "Outcome": 3_500, "SideEffects": 3_500,
                 "TaskValidity": 1_500}
 PER_CRITERION_BUDGET = 1_700  # characters per criterion of a per-call model (evidence is the largest)
 

@@ -10,9 +10,6 @@ from verifier.errors import JudgeUnavailableError
 from verifier.result import RESULT_SCHEMA_VERSION
 from verifier.testing import ScriptedJudge
 
-pytest.importorskip("verifier.loaders")
-pytest.importorskip("verifier.records")
-
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "trajectories"
 
 
@@ -145,7 +142,7 @@ def test_resume_ids_do_not_depend_on_how_the_path_was_typed(tmp_path, monkeypatc
 def test_config_file_formats_and_flags_win(tmp_path, monkeypatch):
     seen = {}
 
-    async def fake_score_all(items, out, judge, config, *, concurrency, progress):
+    async def fake_score_all(items, out, judge, config, *, concurrency, progress, **_):
         seen.update(votes=config.votes, top_k=config.top_k, concurrency=concurrency)
         return {"scored": 0, "unscored": 0, "skipped": 0}
 

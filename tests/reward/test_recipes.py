@@ -58,4 +58,4 @@ def test_offline_score_shell_recipe(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "scored: 3  unscored: 0" in proc.stdout
     assert out.exists()
-    assert ResultWriter(Path(str(out) + ".records.jsonl")).done_ids() == {".#0", ".#1", ".#2"}
+    assert ResultWriter(Path(str(out) + ".records.jsonl")).done_ids() == {f"rollouts.jsonl#{k}" for k in range(3)}

@@ -58,11 +58,14 @@ def test_complete_last_line_without_newline_is_kept(tmp_path):
     assert ResultWriter(path).done_ids() == {"a", "b"}
 
 
-def test_corrupt_middle_line_raises(tmp_path):
+def test_corrupt_middle_lines_are_skipped_and_reported(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text(_scored("a").to_json_line() + "{garbage\n" + _scored("b").to_json_line())
-    with pytest.raises(ValueError, match=":2: corrupt"):
-        ResultWriter(path).records()
+    path.write_text(_scored("a").to_json_line() + "{garbage\n" + '{"id": "x"}\n' + "[1]\n"
+                    + _scored("b").to_json_line())
+    w = ResultWriter(path)
+    assert [r.id for r in w.records()] == ["a", "b"]
+    assert w.bad_lines == [2, 3, 4]
+    assert "skipped 3 corrupt line(s) (line 2, 3, 4)" in w.bad_lines_message()
 
 
 def test_export_parquet_flat_columns(tmp_path):

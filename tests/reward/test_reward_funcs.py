@@ -65,7 +65,7 @@ async def test_values_lengths_and_one_run_per_rollout_for_both_rewards():
     p, o = UVProcessReward(settings()), UVOutcomeReward(settings())
     prompts, completions, task_ids = batch()
     rec = Recorder()
-    kw = dict(task_id=task_ids, log_metric=rec.log_metric, log_extra=rec.log_extra)
+    kw = {"task_id": task_ids, "log_metric": rec.log_metric, "log_extra": rec.log_extra}
     proc, outc = await asyncio.gather(p(prompts, completions, **kw), o(prompts, completions, **kw))
     assert proc == pytest.approx([0.1, 0.2, 0.3] * 2)  # fake score = steps / 10; rollout j has j+1 clicks
     assert outc == [1.0] * 6
@@ -240,7 +240,7 @@ def test_factory_settings_and_comma_separated_urls():
 
 
 async def test_invalid_judge_or_verifier_settings_are_config_errors():
-    prompts, completions, task_ids = batch(1, 1)
+    prompts, completions, _ = batch(1, 1)
     with pytest.raises(ConfigError, match="verifier settings"):
         await UVOutcomeReward(RewardSettings(judge_factory=reward_fakes.fake_judge, verifier={"votes": 2}))(
             prompts, completions)

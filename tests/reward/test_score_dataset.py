@@ -45,11 +45,11 @@ def test_native_jsonl_to_parquet_with_summary(tmp_path, capsys):
     pq = pytest.importorskip("pyarrow.parquet")
     src = make_jsonl(tmp_path / "rollouts.jsonl", 6)
     reward_fakes.FAIL_TASKS.add("t5")
-    assert run_cli([str(src), "--out", str(tmp_path / "res.parquet"), "--concurrency", "3"]) == 0
+    assert run_cli([str(src), "--out", str(tmp_path / "res.parquet"), "--concurrency", "3"]) == 3  # some unscored
     rows = {r["id"]: r for r in pq.read_table(tmp_path / "res.parquet").to_pylist()}
-    assert sorted(rows) == [f".#{k}" for k in range(6)]
-    assert rows[".#2"]["process_score"] == pytest.approx(0.2) and rows[".#2"]["outcome_success"] is True
-    assert rows[".#5"]["status"] == "unscored" and rows[".#5"]["reason"].startswith("JudgeUnavailableError")
+    assert sorted(rows) == [f"rollouts.jsonl#{k}" for k in range(6)]
+    assert rows["rollouts.jsonl#2"]["process_score"] == pytest.approx(0.2) and rows["rollouts.jsonl#2"]["outcome_success"] is True
+    assert rows["rollouts.jsonl#5"]["status"] == "unscored" and rows["rollouts.jsonl#5"]["reason"].startswith("JudgeUnavailableError")
     out = capsys.readouterr().out
     assert "scored: 5  unscored: 1" in out and "unscored (JudgeUnavailableError): 1" in out
 
@@ -60,11 +60,11 @@ def test_resume_after_partial_run_repeats_nothing_loses_nothing(tmp_path):
     assert run_cli([str(src), "--out", str(out), "--limit", "3"]) == 0  # "crash" after 3 records
     assert len(reward_fakes.CALLS) == 3
     with open(out, "a") as fh:  # and a torn line from the moment of the crash
-        fh.write('{"id": ".#3", "status": "sco')
+        fh.write('{"id": "rollouts.jsonl#3", "status": "sco')
     assert run_cli([str(src), "--out", str(out)]) == 0
     assert sorted(reward_fakes.CALLS) == sorted(f"t{k}" for k in range(8))  # each verified exactly once
     lines = [json.loads(x) for x in out.read_text().splitlines()]
-    assert sorted(r["id"] for r in lines) == sorted(f".#{k}" for k in range(8))
+    assert sorted(r["id"] for r in lines) == sorted(f"rollouts.jsonl#{k}" for k in range(8))
 
 
 def test_unscored_rows_are_retried_on_resume(tmp_path):
@@ -72,11 +72,11 @@ def test_unscored_rows_are_retried_on_resume(tmp_path):
     out = tmp_path / "res.jsonl"
     reward_fakes.FAIL_TASKS.add("t1")
     run_cli([str(src), "--out", str(out)])
-    assert ResultWriter(out).done_ids() == {".#0", ".#2"}
+    assert ResultWriter(out).done_ids() == {"rollouts.jsonl#0", "rollouts.jsonl#2"}
     reward_fakes.FAIL_TASKS.clear()
     run_cli([str(src), "--out", str(out)])
     assert sorted(reward_fakes.CALLS[:3]) == ["t0", "t1", "t2"] and reward_fakes.CALLS[3:] == ["t1"]
-    assert ResultWriter(out).done_ids() == {".#0", ".#1", ".#2"}
+    assert ResultWriter(out).done_ids() == {"rollouts.jsonl#0", "rollouts.jsonl#1", "rollouts.jsonl#2"}
 
 
 @pytest.mark.parametrize("streaming", [False, True])
@@ -87,7 +87,7 @@ def test_dataset_rows_with_trajectory_column_and_ids(tmp_path, streaming):
     rows.append({"id": "r0", "trajectory": "{broken"})  # repeated id and a bad row
     datasets.Dataset.from_list(rows).to_parquet(tmp_path / "d.parquet")
     flags = ["--streaming"] if streaming else []
-    assert run_cli([str(tmp_path / "d.parquet"), "--out", str(tmp_path / "o.jsonl"), *flags]) == 0
+    assert run_cli([str(tmp_path / "d.parquet"), "--out", str(tmp_path / "o.jsonl"), *flags]) == 3  # some unscored
     recs = {r.id: r for r in ResultWriter(tmp_path / "o.jsonl").records()}
     assert set(recs) == {"r0", "r1", "r2", "r3", "r0#2"}
     assert recs["r0#2"].status == "unscored" and recs["r0#2"].reason.startswith("TrajectoryError")
@@ -133,9 +133,9 @@ def test_real_subprocess_kill_then_resume(tmp_path):
     assert 3 <= len(before) < 12, "the kill should land part way"
     assert run_cli([str(src), "--out", str(out)]) == 0
     # resumed run verified exactly the rollouts the killed one had not finished
-    unfinished = {f".#{k}" for k in range(12)} - before
-    assert sorted(reward_fakes.CALLS) == sorted(f"t{int(i[2:])}" for i in unfinished)
-    assert ResultWriter(out).done_ids() == {f".#{k}" for k in range(12)}
+    unfinished = {f"rollouts.jsonl#{k}" for k in range(12)} - before
+    assert sorted(reward_fakes.CALLS) == sorted(f"t{int(i.split('#')[1])}" for i in unfinished)
+    assert ResultWriter(out).done_ids() == {f"rollouts.jsonl#{k}" for k in range(12)}
 
 
 def test_real_trajectories_folder_through_the_real_pipeline(tmp_path, shared_data):
@@ -214,7 +214,7 @@ def test_a_bad_file_or_line_is_an_unscored_record_not_a_crash(tmp_path):
     (runs / "a.jsonl").write_text(good + "\n" + good[:40] + "\n")  # killed writer: torn last line
     (runs / "b.json").write_text("{not json")
     (runs / "c.jsonl").write_text(good.replace('"good"', '"good2"') + "\n")
-    assert run_cli([str(runs), "--out", str(tmp_path / "o.jsonl")]) == 0
+    assert run_cli([str(runs), "--out", str(tmp_path / "o.jsonl")]) == 3  # some unscored
     recs = {r.id: r for r in ResultWriter(tmp_path / "o.jsonl").records()}
     assert set(recs) == {"a.jsonl#0", "a.jsonl#1", "b.json#0", "c.jsonl#0"}
     assert recs["a.jsonl#0"].status == recs["c.jsonl#0"].status == "scored"
@@ -227,9 +227,9 @@ def test_a_single_bad_jsonl_file_source_keeps_its_good_records(tmp_path):
     good = Trajectory(task=Task(id="good", instruction="x"), final_answer="a").to_json()
     src = tmp_path / "r.jsonl"
     src.write_text(good + "\n" + good[:40] + "\n")
-    assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl")]) == 0
+    assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl")]) == 3  # some unscored
     recs = {r.id: r.status for r in ResultWriter(tmp_path / "o.jsonl").records()}
-    assert recs == {".#0": "scored", ".#1": "unscored"}
+    assert recs == {"r.jsonl#0": "scored", "r.jsonl#1": "unscored"}
 
 
 def parsed(argv: list[str]):

@@ -1,7 +1,7 @@
 """What the baselines share: fenced trajectory text, usage accounting, and the result shape.
 
 Baselines return the same `VerificationResult` as the Universal Verifier so the benchmark compares
-them with one code path. They produce an outcome verdict only, so `process_score` and
+them with one code path (the final answer capped and the cut recorded as the pipeline does). They produce an outcome verdict only, so `process_score` and
 `process_success` are None (not the verdict dressed up as a score) and `config["verifier"]` names
 the baseline. Fencing, eliding and usage accounting are the pipeline's own (`rendering.fence`,
 `rendering.elide`, `stages.base.Ledger`): one place defuses fence breakouts for every verifier.
@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from ..config import VerifierConfig
 from ..judge.base import Reply
 from ..prompts import PromptInfo
-from ..rendering import elide, fence
+from ..rendering import elide, fence, truncations
 from ..result import DegradedStage, RelevanceResult, VerificationResult
 from ..stages.base import Ledger
 from ..trajectory import Trajectory
@@ -34,7 +35,9 @@ def action_history(traj: Trajectory, *, max_arg_chars: int = 400, max_chars: int
 
 
 def final_answer_text(traj: Trajectory) -> str:
-    return "(the agent gave no final answer)" if traj.final_answer is None else traj.final_answer
+    """The answer capped as the pipeline caps it (default `max_final_answer_chars`, head and tail)."""
+    return "(the agent gave no final answer)" if traj.final_answer is None else elide(
+        traj.final_answer, VerifierConfig().max_final_answer_chars)
 
 
 def record(ledger: Ledger, stage: str, reply: Reply | None, *, round_no: int, failed: bool = False,
@@ -56,5 +59,6 @@ def build_result(traj: Trajectory, *, verifier: str, success: bool, reasoning: s
         primary_intent=primary_intent, criteria=[],
         relevance=relevance or RelevanceResult(criteria=[], matrix=[]), topk=topk or {},
         degraded=[*ledger.degraded, *degraded], usage=ledger.summary(wall_s=wall_s),
+        truncations=truncations(traj),
         config={"verifier": verifier, **options}, models=sorted(ledger.models),
         prompts=sorted(ledger.prompts.values(), key=lambda p: p.id))

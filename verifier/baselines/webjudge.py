@@ -111,7 +111,8 @@ async def verify_webjudge(traj: Trajectory, judge: Judge, *, threshold: int = SC
     js = render("baselines/webjudge_judgment.system.j2")
     ju = render("baselines/webjudge_judgment.user.j2", task=task, key_points=key_points,
                 history=fence(action_history(traj)), final_answer=fence(final_answer_text(traj)),
-                kept=[{"label": f"Screenshot {k} of {m}", "reasoning": fence(per_shot[k].reasoning)} for k in kept])
+                kept=[{"label": f"Screenshot {k} of {m}", "reasoning": "\n" + fence(shot.reasoning)}
+                      for k in kept if (shot := per_shot[k]) is not None])  # each block on its own lines: its tags are the only line starts it has
     parts: list[TextPart | ImagePart] = [TextPart(text=ju.text)]
     parts += [ImagePart(screenshot=traj.screenshots[k - 1], label=f"Screenshot {k} of {m}") for k in kept]
     final = await judge.complete([Message.system(js.text), Message(role="user", content=parts)], Judgment,

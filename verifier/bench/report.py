@@ -10,8 +10,6 @@ paper's own judge models, so they are a yardstick, not an expected value for any
 """
 from __future__ import annotations
 
-import base64
-import html
 import json
 import math
 from collections.abc import Sequence
@@ -131,13 +129,6 @@ def _md(table: Table) -> str:
     return "\n".join(lines)
 
 
-def _html_table(table: Table) -> str:
-    head, body = table
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in body)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
-
-
 def _sections(inp: ReportInputs) -> list[tuple[str, Table]]:
     secs = [("Outcome agreement (95% bootstrap CI), with the paper's figures", summary_table(inp.rows, inp.split)),
             ("Every binary metric (95% bootstrap CI)", metric_table(inp.rows)),
@@ -150,8 +141,14 @@ def _sections(inp: ReportInputs) -> list[tuple[str, Table]]:
     return secs
 
 
-def write_report(inp: ReportInputs, out_dir: str | Path) -> dict[str, Path]:
-    """Write report.md, report.html, the PNGs and report_inputs.json; return their paths."""
+def write_report(inp: ReportInputs, out_dir: str | Path, *, results_dir: str | Path | None = None,
+                 trajectories: Sequence[str | Path] = ()) -> dict[str, Path]:
+    """Write report.md, report.html, the PNGs and report_inputs.json; return their paths.
+
+    When ``results_dir`` (default: `out_dir`) holds ``results_<verifier>.jsonl`` logs, each is
+    also rendered as a viewer site under ``out_dir/view/<verifier>/`` and the HTML report's
+    per-task table links every verdict to its rollout page.
+    """
     from .plots import plot_confusions, plot_scatter, plot_taxonomy
 
     out = Path(out_dir)
@@ -163,11 +160,8 @@ def write_report(inp: ReportInputs, out_dir: str | Path) -> dict[str, Path]:
               "taxonomy": plot_taxonomy(inp.taxonomy, out / "taxonomy.png")}
     images = {k: v for k, v in images.items() if v is not None}
     paths.update(images)
-    meta = (f"split: {inp.split or 'n/a'} | process threshold: {inp.threshold} | bootstrap: {inp.n_boot} "
-            f"resamples, seed {inp.seed}")
-    sections = _sections(inp)
-    md = [f"# {inp.title}", "", meta, ""]
-    for title, table in sections:
+    md = [f"# {inp.title}", "", _meta(inp), ""]
+    for title, table in _sections(inp):
         md += [f"## {title}", "", _md(table), ""]
     for key, caption in (("confusion", "Confusion matrices"), ("scatter", "Verifier vs human process score"),
                          ("taxonomy", "Error taxonomy (verifier diagnosis)")):
@@ -175,22 +169,33 @@ def write_report(inp: ReportInputs, out_dir: str | Path) -> dict[str, Path]:
             md += [f"## {caption}", "", f"![{caption}]({images[key].name})", ""]
     md += [f"- {n}" for n in inp.notes]
     paths["md"].write_text("\n".join(md) + "\n", encoding="utf-8")
-    body = [f"<h1>{html.escape(inp.title)}</h1>", f"<p>{html.escape(meta)}</p>"]
-    for title, table in sections:
-        body += [f"<h2>{html.escape(title)}</h2>", _html_table(table)]
-    for key, caption in (("confusion", "Confusion matrices"), ("scatter", "Verifier vs human process score"),
-                         ("taxonomy", "Error taxonomy (verifier diagnosis)")):
-        if key in images:
-            data = base64.b64encode(images[key].read_bytes()).decode()
-            body += [f"<h2>{caption}</h2>",
-                     f'<img src="data:image/png;base64,{data}" alt="{caption}" title="{images[key].name}">']
-    body += [f"<p>{html.escape(n)}</p>" for n in inp.notes]
-    style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1em}"
-             "td,th{border:1px solid #bbb;padding:3px 6px;font-size:13px}img{max-width:100%}")
-    paths["html"].write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(inp.title)}"
-                             f"</title><style>{style}</style></head><body>{''.join(body)}</body></html>\n",
-                             encoding="utf-8")
+    links = _rollout_sites(Path(results_dir) if results_dir is not None else out, out, trajectories)
+    from ..viewer import render_report
+    from .report_html import html_sections
+
+    render_report(inp.title, html_sections(inp, links), paths["html"],
+                  meta=[("split", inp.split or "n/a"), ("process threshold", str(inp.threshold)),
+                        ("bootstrap", f"{inp.n_boot} resamples, seed {inp.seed}")], notes=inp.notes,
+                  links=[(f"{name} rollouts", f"view/{name}/index.html") for name in sorted({v for v, _ in links})])
     return paths
+
+
+def _meta(inp: ReportInputs) -> str:
+    return (f"split: {inp.split or 'n/a'} | process threshold: {inp.threshold} | bootstrap: {inp.n_boot} "
+            f"resamples, seed {inp.seed}")
+
+
+def _rollout_sites(results_dir: Path, out: Path, trajectories: Sequence[str | Path]) -> dict[tuple[str, str], str]:
+    """Build a viewer site per results log; (verifier, task id) -> page path relative to `out`."""
+    from ..viewer import build_site
+
+    links: dict[tuple[str, str], str] = {}
+    for log_path in sorted(results_dir.glob("results_*.jsonl")):
+        name = log_path.name[len("results_"):-len(".jsonl")]
+        stats = build_site(log_path, out / "view" / name, trajectories=trajectories,
+                           title=f"{name}: rollouts of {log_path.name}")
+        links.update({(name, rid): f"view/{name}/{rel}" for rid, rel in stats.links.items()})
+    return links
 
 
 def load_inputs(path: str | Path) -> ReportInputs:

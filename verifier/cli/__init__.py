@@ -1,5 +1,7 @@
-"""`cua-verifier` command line. Each subcommand lives in its own module exposing
-``register(subparsers)``; the module list below is the only place that knows them all."""
+"""`cua-verifier` command line.
+
+Each subcommand lives in its own module exposing ``register(subparsers)``; `SUBCOMMANDS` below is
+the only place that knows them all (add a module name there to add a command)."""
 from __future__ import annotations
 
 import argparse
@@ -12,12 +14,20 @@ SUBCOMMANDS = [
     "verifier.cli.score_cmd",
     "verifier.cli.score_dataset_cmd",
     "verifier.cli.bench_cmd",
+    "verifier.cli.calibrate_cmd",
+    "verifier.cli.view_cmd",
     "serving.cli",
+    "serving.reward_service.cli",
 ]
 
 
+DESCRIPTION = ("Universal Verifier for computer-use agents: inspect trajectories, score them with a judge "
+               "model (process and outcome rewards, diagnosis), benchmark verifiers against human labels, "
+               "and serve the judge with vLLM. Run `cua-verifier COMMAND --help` for each command.")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cua-verifier", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="cua-verifier", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in SUBCOMMANDS:

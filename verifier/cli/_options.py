@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from ..errors import ConfigError
+from ..settings import split_urls
 
 CONFIG_HELP = (
     'JSON settings file. Either reward-settings shaped, {"verifier": {"votes": 3}, "judge": {"timeout_s": '
@@ -18,6 +19,22 @@ CONFIG_HELP = (
     "may be mixed. Explicit flags win over the file (--votes, --top-k, --judge-url, --model, "
     "--concurrency over max_concurrency)."
 )
+
+
+OUTSIDE_HELP = ("read screenshot files outside the trajectory's folder (../, absolute paths, symlinks); "
+                "by default such paths are refused, since any image they reach is sent to the judge")
+
+
+#: One exit-status policy for `score` and `score-dataset` (also in README.md and each --help).
+EXIT_OK, EXIT_USAGE, EXIT_UNSCORED = 0, 2, 3
+EXIT_HELP = ("exit status: 0 every rollout scored; 3 some rollouts unscored (reasons in the summary; "
+             "rerunning the same command retries them); 2 bad usage, configuration or input, a missing "
+             "optional dependency, an unreachable judge or a results file in use (nothing scored).")
+
+
+def exit_status(counts: dict[str, int]) -> int:
+    """EXIT_UNSCORED when this run left any rollout unscored, else EXIT_OK."""
+    return EXIT_UNSCORED if counts.get("unscored") else EXIT_OK
 
 
 def add_scoring_args(p: argparse.ArgumentParser, *, default_concurrency: int) -> None:
@@ -31,7 +48,9 @@ def add_scoring_args(p: argparse.ArgumentParser, *, default_concurrency: int) ->
                    help=f"trajectories verified at once (default: max_concurrency from --config, else "
                         f"{default_concurrency})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--allow-outside-screenshots", action="store_true", help=OUTSIDE_HELP)
     p.set_defaults(default_concurrency=default_concurrency)
+    p.epilog = EXIT_HELP
 
 
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -46,9 +65,11 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
     if args.top_k is not None:
         verifier["top_k"] = args.top_k
     if args.judge_url:
-        judge["base_urls"] = [u.strip() for u in args.judge_url.split(",") if u.strip()]
+        judge["base_urls"] = split_urls(args.judge_url)
     if args.model:
         judge["model"] = args.model
+    if getattr(args, "allow_outside_screenshots", False):
+        verifier["allow_outside_screenshots"] = True
     if args.concurrency is not None:
         if args.concurrency < 1:
             raise ConfigError("--concurrency must be at least 1")

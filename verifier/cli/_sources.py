@@ -15,13 +15,15 @@ import asyncio
 import json
 import logging
 import os
+import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..errors import CuaVerifierError, TrajectoryError
-from ..records import ResultWriter, ScoreRecord
+from ..records import ResultWriter, ScoreRecord, degraded_reason, degraded_stages
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +56,11 @@ def failing(rid: str, source: str, exc: BaseException) -> Item:
     return rid, source, thunk
 
 
-def iter_path(root: Path, key: Callable[[Path], str]) -> Iterator[Item]:
+def iter_path(root: Path, key: Callable[[Path], str], *, allow_outside_screenshots: bool = False) -> Iterator[Item]:
     """Each trajectory at `root`: `root` itself if it is one, else each trajectory directly inside it.
 
     `key(path)` names an item; entries of a folder that are not trajectories are skipped (logged).
+    `allow_outside_screenshots` goes to the loaders (see `verifier.loaders.load_trajectories`).
     """
     from ..loaders import detect_format
 
@@ -81,10 +84,10 @@ def iter_path(root: Path, key: Callable[[Path], str]) -> Iterator[Item]:
             except TrajectoryError:
                 log.debug("skipping %s: not a trajectory", child)
     for child in children:
-        yield from _iter_one(child, key(child))
+        yield from _iter_one(child, key(child), allow_outside_screenshots)
 
 
-def _iter_one(path: Path, rid: str) -> Iterator[Item]:
+def _iter_one(path: Path, rid: str, outside: bool = False) -> Iterator[Item]:
     from ..loaders import detect_format, load_trajectories, load_trajectory
 
     try:
@@ -93,11 +96,11 @@ def _iter_one(path: Path, rid: str) -> Iterator[Item]:
         yield failing(rid, str(path), exc)
         return
     if fmt == "native":
-        yield from iter_native_file(path / "trajectory.json" if path.is_dir() else path, rid)
+        yield from iter_native_file(path / "trajectory.json" if path.is_dir() else path, rid, outside)
     elif path.is_dir():  # a run folder: one trajectory, loaded (and checked) by the worker
-        yield rid, str(path), lambda: load_trajectory(path)
+        yield rid, str(path), lambda: load_trajectory(path, allow_outside_screenshots=outside)
     else:  # e.g. a CUAVerifierBench parquet: many records, read lazily
-        yield from _guarded(load_trajectories(path), rid, str(path))
+        yield from _guarded(load_trajectories(path, allow_outside_screenshots=outside), rid, str(path))
 
 
 def _guarded(trajs: Iterable[Any], rid: str, source: str) -> Iterator[Item]:
@@ -111,11 +114,15 @@ def _guarded(trajs: Iterable[Any], rid: str, source: str) -> Iterator[Item]:
         except Exception as exc:  # noqa: BLE001 - a broken file must not stop the other sources
             yield failing(f"{rid}#{k}", source, exc)
             return
-        yield f"{rid}#{k}", source, (lambda t=traj: t)
+        yield f"{rid}#{k}", source, partial(_same, traj)
         k += 1
 
 
-def iter_native_file(path: Path, rid: str) -> Iterator[Item]:
+def _same(value: Any) -> Any:
+    return value
+
+
+def iter_native_file(path: Path, rid: str, outside: bool = False) -> Iterator[Item]:
     """One item per record of a native `.json` / `.jsonl` file; a bad line fails alone."""
     from ..loaders import load_native_record
 
@@ -126,6 +133,7 @@ def iter_native_file(path: Path, rid: str) -> Iterator[Item]:
         yield failing(f"{rid}#0", str(path), TrajectoryError(f"cannot read trajectory file: {exc}",
                                                             file=str(path)))
         return
+    lines: list[tuple[int | None, str]]
     if path.suffix.lower() == ".jsonl":
         lines = [(no, line) for no, line in enumerate(text.splitlines(), start=1) if line.strip()]
     else:
@@ -140,50 +148,72 @@ def iter_native_file(path: Path, rid: str) -> Iterator[Item]:
                 f"invalid JSON{hint}: {exc.msg}", file=str(path), line=no if no is not None else exc.lineno))
             k += 1
             continue
+        except RecursionError:  # nested ~1,000+ levels: that record fails alone, never the run
+            from ..loaders._common import too_deep
+
+            yield failing(f"{rid}#{k}", str(path), too_deep("trajectory file", file=str(path), line=no))
+            k += 1
+            continue
         for record in data if (no is None and isinstance(data, list)) else [data]:
             yield (f"{rid}#{k}", str(path) if no is None else f"{path}:{no}",
-                   lambda r=record, n=no: load_native_record(r, base_dir=base, file=str(path), line=n))
+                   partial(load_native_record, record, base_dir=base, file=str(path), line=no,
+                           allow_outside_screenshots=outside))
             k += 1
 
 
 # ---- the scoring loop -------------------------------------------------------------------------
+async def score_one(rid: str, desc: str, thunk: Callable[[], Any],
+                    verify_one: Callable[[Any], Awaitable[Any]],
+                    none_if_degraded: Collection[str] = ()) -> ScoreRecord:
+    """Load and verify one item; any failure becomes its unscored record (the per-row function
+    the local loop and the Ray actors share). A result degraded in a stage of `none_if_degraded`
+    is unscored too (kept in the record, retried on rerun): the TRL reward's policy, offline."""
+    t0 = time.monotonic()
+    try:
+        traj = await asyncio.to_thread(thunk)
+        result = await verify_one(traj)
+        if weak := degraded_stages(result, none_if_degraded):
+            return ScoreRecord(id=rid, status="unscored", reason=degraded_reason(result, weak), source=desc,
+                               result=result, duration_s=time.monotonic() - t0)
+        return ScoreRecord(id=rid, status="scored", source=desc, result=result,
+                           duration_s=time.monotonic() - t0)
+    except Unscored as exc:
+        err: BaseException = exc.error
+    except CuaVerifierError as exc:  # this trajectory only
+        err = exc
+    except Exception as exc:  # a bug must not stop hours of scoring; it is recorded, not scored
+        log.exception("unexpected error on %s", rid)
+        err = exc
+    return ScoreRecord.unscored(rid, err, source=desc, duration_s=time.monotonic() - t0)
+
+
 async def score_items(items: Iterable[Item], writer: ResultWriter,
                       verify_one: Callable[[Any], Awaitable[Any]], *, concurrency: int,
-                      progress: bool = True, total: int | None = None, unit: str = "traj") -> dict[str, int]:
+                      progress: bool = True, total: int | None = None, unit: str = "traj",
+                      none_if_degraded: Collection[str] = ()) -> dict[str, int]:
     """Score every item whose id is not already scored in `writer`; returns this run's counts.
 
     `verify_one(trajectory)` returns a result or raises (`Unscored(error)` for a failure it has
-    already handled); any failure becomes an unscored record with its reason.
+    already handled); any failure becomes an unscored record with its reason. A result that fell
+    back in a stage of `none_if_degraded` (the reward's setting: the reward would be None) is
+    recorded `unscored` with the result kept, so it is never averaged in and is retried on rerun.
     Items are pulled lazily (off the event loop) into a bounded queue, so a streamed dataset is
     never read ahead of the workers, and each record is written (fsync'ed) as soon as it is done.
     """
     from tqdm.auto import tqdm
 
     concurrency = max(1, concurrency)
-    done = writer.done_ids()
+    done = writer.done_ids()  # locks the log: a second run on the same file fails here, before any work
+    if (msg := writer.bad_lines_message()) is not None:
+        print(f"warning: {msg}", file=sys.stderr)
     counts = {"scored": 0, "unscored": 0, "skipped": 0}
     queue: asyncio.Queue = asyncio.Queue(maxsize=2 * concurrency)
     bar = tqdm(total=total, disable=not progress, unit=unit, dynamic_ncols=True, desc="scoring")
 
-    async def one(rid: str, desc: str, thunk: Callable[[], Any]) -> ScoreRecord:
-        t0 = time.monotonic()
-        try:
-            traj = await asyncio.to_thread(thunk)
-            result = await verify_one(traj)
-            return ScoreRecord(id=rid, status="scored", source=desc, result=result,
-                               duration_s=time.monotonic() - t0)
-        except Unscored as exc:
-            err: BaseException = exc.error
-        except CuaVerifierError as exc:  # this trajectory only
-            err = exc
-        except Exception as exc:  # a bug must not stop hours of scoring; it is recorded, not scored
-            log.exception("unexpected error on %s", rid)
-            err = exc
-        return ScoreRecord.unscored(rid, err, source=desc, duration_s=time.monotonic() - t0)
-
     async def worker() -> None:
         while (item := await queue.get()) is not None:
-            rec = await one(*item)
+            rid, desc, thunk = item
+            rec = await score_one(rid, desc, thunk, verify_one, none_if_degraded)
             writer.write(rec)
             counts[rec.status] += 1
             bar.update(1)
@@ -196,8 +226,8 @@ async def score_items(items: Iterable[Item], writer: ResultWriter,
         if not task.done():
             task.cancel()
             for w in workers:
-                if w.done() and w.exception() is not None:
-                    raise w.exception()
+                if w.done() and (error := w.exception()) is not None:
+                    raise error
             raise RuntimeError("scoring workers stopped early")
 
     workers = [asyncio.create_task(worker()) for _ in range(concurrency)]

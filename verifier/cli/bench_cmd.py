@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sys
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,20 @@ def _stats(args: argparse.Namespace) -> dict:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from ..errors import ConfigError
+    from ._preflight import require
+
+    try:  # before any work: one line naming the extra, not a traceback half way
+        require("bench", "bench", "numpy", "scipy", "sklearn", "matplotlib")
+        if args.split:
+            require("bench --data-dir" if args.data_dir else "bench from the hub", "bench",
+                    "pyarrow" if args.data_dir else "datasets")
+        if args.split and args.data_dir and not any(Path(args.data_dir).rglob("*.parquet")):
+            raise ConfigError(f"no parquet files under --data-dir {args.data_dir}: put the dataset's "
+                              "parquet files there (trajectories/ and annotations/), or use --hub")
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from ..bench.labels import agreement_table, format_table, read_labels_csv
     from ..bench.report import ReportInputs, write_report
     from ..bench.runner import report_inputs
@@ -87,9 +102,10 @@ async def _score(args: argparse.Namespace) -> int:
     from ..bench.labels import format_table
     from ..bench.report import write_report
     from ..bench.runner import build_meta, report_inputs, score_all, verifier_fn
-    from ..errors import ConfigError
+    from ..errors import ConfigError, JudgeUnavailableError
     from ..judge import make_judge
     from ..judge.config import JudgeConfig
+    from ..settings import split_urls
 
     names = [n.strip() for n in args.verifiers.split(",") if n.strip()]
     uv_config = None
@@ -106,7 +122,7 @@ async def _score(args: argparse.Namespace) -> int:
     fns = {n: verifier_fn(n, config=uv_config, options=options.get(n)) for n in names}  # fail before downloading
     overrides = {}
     if args.judge_url:
-        overrides["base_urls"] = [u.strip() for u in args.judge_url.split(",") if u.strip()]
+        overrides["base_urls"] = split_urls(args.judge_url)
     if args.model:
         overrides["model"] = args.model
     try:
@@ -115,7 +131,17 @@ async def _score(args: argparse.Namespace) -> int:
         print(f"error: {exc} (pass --judge-url and --model, or set CUA_JUDGE_URL / CUA_JUDGE_MODEL)")
         return 2
     revision = args.revision or REVISION
-    tasks = load_split(args.split, data_dir=args.data_dir, revision=revision)
+    judge = make_judge(config)
+    try:
+        from ._preflight import check_judge
+
+        check_judge(judge)  # before downloading or reading the split
+        tasks = load_split(args.split, data_dir=args.data_dir, revision=revision)
+    except (JudgeUnavailableError, FileNotFoundError) as exc:
+        await judge.aclose()
+        hint = " (put the dataset's parquet files there, or use --hub)" if isinstance(exc, FileNotFoundError) else ""
+        print(f"error: {exc}{hint}", file=sys.stderr)
+        return 2
     if args.limit is not None:
         tasks = tasks[: args.limit]
     out = Path(args.out)
@@ -124,7 +150,6 @@ async def _score(args: argparse.Namespace) -> int:
     meta = build_meta(tasks, split=args.split, source=source)
     meta.revision = revision
     (out / "bench_meta.json").write_text(meta.model_dump_json(indent=1), encoding="utf-8")
-    judge = make_judge(config)
     try:
         for name, fn in fns.items():
             counts = await score_all(tasks, name, fn, judge, out, concurrency=args.concurrency,

@@ -11,12 +11,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Iterator
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
 from ..errors import TrajectoryError
 from ..loaders import load_trajectories
 from ..trajectory import Screenshot, Trajectory
+from ._options import OUTSIDE_HELP
+from ._sources import display_path, iter_path
 
 FORMAT_CHOICES = ["auto", "fara", "om2w", "native", "cuavb-parquet"]
 
@@ -32,29 +36,64 @@ def register(subparsers: Any) -> None:
     p.add_argument("--width", type=int, default=80, help="cut texts to this many characters (0 = no cut)")
     p.add_argument("--write-native", metavar="OUT.jsonl", default=None,
                    help="also convert to the native format: one JSON record per line (screenshots by path)")
+    p.add_argument("--allow-outside-screenshots", action="store_true", help=OUTSIDE_HELP)
     p.add_argument("--embed-images", action="store_true",
                    help="with --write-native: embed screenshots as data URLs (a self-contained file)")
     p.set_defaults(func=run)
 
 
+def _loaders(args: argparse.Namespace) -> Iterator[Callable[[], Trajectory]]:
+    """One loader per trajectory. With --format auto, sources are read as `score` reads them (a
+    folder of trajectories works, and a bad file or JSONL line fails alone, issue 14)."""
+    outside = getattr(args, "allow_outside_screenshots", False)
+    if args.format == "auto":
+        for _rid, _source, thunk in iter_path(Path(args.path), display_path, allow_outside_screenshots=outside):
+            yield thunk
+    else:
+        for traj in load_trajectories(args.path, format=args.format, allow_outside_screenshots=outside):
+            yield _given(traj)
+
+
+def _given(traj: Trajectory) -> Callable[[], Trajectory]:
+    return lambda: traj
+
+
 def run(args: argparse.Namespace) -> int:
-    out = None
+    out, failed, n = None, 0, 0
     try:
-        trajs = load_trajectories(args.path, format=args.format)
+        if args.format == "cuavb-parquet" or str(args.path).lower().endswith(".parquet"):
+            from ..errors import ConfigError
+            from ._preflight import require
+
+            try:
+                require("reading a .parquet file", "bench", "pyarrow")
+            except ConfigError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+        loaders = _loaders(args)
         if args.limit > 0:
-            trajs = islice(trajs, args.limit)
+            loaders = islice(loaders, args.limit)
         if args.write_native:
             out = open(args.write_native, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-        for n, traj in enumerate(trajs):
-            info = summarise(traj)
+        written = 0
+        for load in loaders:
+            try:
+                traj = load()
+                info = summarise(traj)
+            except TrajectoryError as exc:  # this trajectory only: say so, show the others
+                print(f"error: {exc}", file=sys.stderr)
+                failed += 1
+                continue
             if out is not None:
                 out.write(to_native(traj, embed=args.embed_images) + "\n")
+                written += 1
             if args.json:
                 print(json.dumps(info, ensure_ascii=False))
             else:
                 if n:
                     print("\n" + "=" * 80 + "\n")
                 print(render(info, width=args.width))
+            n += 1
     except TrajectoryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -64,7 +103,14 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if out is not None:
             out.close()
-    return 0
+    if out is not None:  # on stderr: stdout stays the summary (JSON lines with --json)
+        shots = "screenshots embedded" if args.embed_images else "screenshots by path"
+        print(f"wrote {written} trajectory record(s) in the native format to {args.write_native} ({shots})",
+              file=sys.stderr)
+    if not n and not failed:
+        print(f"error: {args.path}: holds no trajectory", file=sys.stderr)
+        return 2
+    return 2 if failed else 0
 
 
 def to_native(traj: Trajectory, *, embed: bool = False) -> str:

@@ -9,25 +9,26 @@ skips ids already scored and retries unscored ones. The id is the trajectory's p
 shown relative to the current folder when under it (so `score x`, `score ./x` and `score /abs/x`
 share one id), plus `#k` inside multi-record files. A trajectory, file or JSONL line that cannot be
 loaded or verified becomes an `unscored` record with its reason; nothing a single trajectory does
-can crash the run or lose finished work. Sources and the loop are shared with `score-dataset`
+can crash the run or lose finished work. The results log is locked while a run writes it: a second
+run on the same --out stops at once (exit 2). Sources and the loop are shared with `score-dataset`
 (verifier/cli/_sources.py), and so are the judge/verifier flags and the --config format.
 
-Exit status: 0 all scored, 3 some unscored, 2 bad usage or configuration.
+Exit status (shared with `score-dataset`): 0 all scored, 3 some unscored, 2 bad usage,
+configuration or input, a missing dependency, an unreachable judge or a results file in use.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
-import os
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, JudgeUnavailableError
-from ._options import add_scoring_args, check_known_keys, concurrency_of, settings_overrides
+from ._options import add_scoring_args, check_known_keys, concurrency_of, exit_status, settings_overrides
 from ._sources import Item, display_path, iter_path
 
 log = logging.getLogger(__name__)
@@ -44,10 +45,10 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def iter_items(paths: Iterable[str]) -> Iterator[Item]:
+def iter_items(paths: Iterable[str], *, allow_outside_screenshots: bool = False) -> Iterator[Item]:
     """(id, source, loader) for every trajectory under `paths`; unreadable ones fail in the loader."""
     for raw in paths:
-        yield from iter_path(Path(raw), display_path)
+        yield from iter_path(Path(raw), display_path, allow_outside_screenshots=allow_outside_screenshots)
 
 
 def build_config(args: argparse.Namespace) -> Any:
@@ -57,6 +58,7 @@ def build_config(args: argparse.Namespace) -> Any:
     args.settings = settings_overrides(args)
     check_known_keys(args.settings)
     concurrency_of(args.settings, args)  # a bad value is a usage error now, not mid-run
+    none_if_degraded_of(args.settings)
     try:
         return VerifierConfig(**args.settings.get("verifier", {}))
     except ValueError as exc:
@@ -69,18 +71,20 @@ def build_judge(args: argparse.Namespace) -> Any:
     overrides: dict[str, Any] = dict((getattr(args, "settings", None) or {}).get("judge") or {})
     if getattr(args, "demo_judge", False):  # a random-weight model fills every bounded string: give its replies room, keep images small
         overrides.update(sampling=Sampling(max_tokens=8192), image_max_side=224)
-    if args.judge_url:
-        overrides["base_urls"] = [u.strip() for u in args.judge_url.split(",") if u.strip()]
-    if args.model:
-        overrides["model"] = args.model
     if key_env := getattr(args, "judge_api_key_env", None):  # the demo judge's own key, never the user's
         overrides["api_key_env"] = key_env
-    return make_judge(JudgeConfig.from_env(**overrides))
+    from ._preflight import check_judge
+
+    judge = make_judge(JudgeConfig.from_env(**overrides))
+    check_judge(judge)  # unreachable or wrong key: one clear line now, not minutes of retries
+    return judge
 
 
 async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *, concurrency: int = 4,
-                    progress: bool = True) -> dict[str, int]:
-    """Score every item whose id is not already scored in `out`; returns this run's counts."""
+                    progress: bool = True, none_if_degraded: Collection[str] | None = None) -> dict[str, int]:
+    """Score every item whose id is not already scored in `out`; returns this run's counts.
+
+    `none_if_degraded`: the reward's setting (None: its default); such results are `unscored`."""
     from ..cache import StageCache
     from ..pipeline import verify
     from ..records import ResultWriter
@@ -92,14 +96,30 @@ async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *
         return await verify(traj, config, judge=judge, cache=cache)
 
     try:
-        return await score_items(items, writer, verify_one, concurrency=concurrency, progress=progress)
+        if none_if_degraded is None:
+            none_if_degraded = none_if_degraded_of({})
+        return await score_items(items, writer, verify_one, concurrency=concurrency, progress=progress,
+                                 none_if_degraded=none_if_degraded)
     finally:
         writer.close()
 
 
+def none_if_degraded_of(settings: dict[str, Any]) -> frozenset[str]:
+    """`none_if_degraded` from --config, else the reward's default: one policy for both paths."""
+    from reward.settings import RewardSettings
+
+    value = {"none_if_degraded": settings["none_if_degraded"]} if "none_if_degraded" in settings else {}
+    try:
+        return RewardSettings.model_validate(value).none_if_degraded
+    except ValueError as exc:
+        raise ConfigError(f"invalid none_if_degraded: {exc}") from exc
+
+
 def _judge_configured(args: argparse.Namespace) -> bool:
+    from ..settings import env_settings
+
     from_file = ((getattr(args, "settings", None) or {}).get("judge") or {}).get("base_urls")
-    return bool(args.judge_url or from_file or os.environ.get("CUA_JUDGE_URL"))
+    return bool(args.judge_url or from_file or env_settings().judge_url)
 
 
 def start_demo(args: argparse.Namespace) -> Any:
@@ -115,6 +135,9 @@ def start_demo(args: argparse.Namespace) -> Any:
           file=sys.stderr)
     demo = start_demo_judge()
     args.judge_url, args.model = demo.base_url, demo.model
+    if getattr(args, "settings", None) is None:
+        args.settings = {}
+    args.settings.setdefault("judge", {}).update(base_urls=[demo.base_url], model=demo.model)
     args.judge_api_key_env = getattr(demo, "api_key_env", None)
     print(f"demo judge ready at {demo.base_url} (log: {demo.log_path})", file=sys.stderr)
     return demo
@@ -123,7 +146,14 @@ def start_demo(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     demo = None
     try:
+        if any(str(p).lower().endswith(".parquet") for p in args.paths):
+            from ._preflight import require
+
+            require("score on a .parquet file", "bench", "pyarrow")
         config = build_config(args)
+        from ..records import ResultWriter
+
+        ResultWriter(args.out).check_free()  # before minutes of demo start-up, not after
         if not _judge_configured(args) and not args.no_demo:
             demo = start_demo(args)
         args.demo_judge = demo is not None
@@ -147,16 +177,22 @@ def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
 
     async def main() -> dict[str, int]:
         try:
-            return await score_all(iter_items(args.paths), Path(args.out), judge, config,
+            items = iter_items(args.paths, allow_outside_screenshots=config.allow_outside_screenshots)
+            return await score_all(items, Path(args.out), judge, config,
                                    concurrency=concurrency_of(args.settings, args),
-                                   progress=not args.no_progress)
+                                   progress=not args.no_progress,
+                                   none_if_degraded=none_if_degraded_of(args.settings))
         finally:
             await judge.aclose()
 
-    counts = asyncio.run(main())
+    try:
+        counts = asyncio.run(main())
+    except ConfigError as exc:  # e.g. the results log is in use by another run
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from ..records import ResultWriter, format_summary, summarize
 
     print(f"this run: scored {counts['scored']}, unscored {counts['unscored']}, skipped (already scored) "
           f"{counts['skipped']} -> {args.out}")
     print(format_summary(summarize(ResultWriter(args.out).records())))
-    return 3 if counts["unscored"] else 0
+    return exit_status(counts)

@@ -23,13 +23,16 @@ import json
 import logging
 import sys
 from collections.abc import Iterator, Sequence
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, TrajectoryError
+from ..distributed.options import add_distributed_args
+from ..errors import ConfigError, JudgeUnavailableError, TrajectoryError
 from ..records import ResultWriter, format_summary, summarize
-from ._options import add_scoring_args, settings_overrides
+from ._options import add_scoring_args, exit_status, settings_overrides
+from ._preflight import check_judge, require
 from ._sources import Item, Unscored, iter_path, score_items
 
 log = logging.getLogger(__name__)
@@ -51,6 +54,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--limit", type=int, help="only the first N rollouts of the source")
     p.add_argument("--id-column",
                    help=f"row id column (default: first of {', '.join(ID_COLUMNS)}, else the row number)")
+    add_distributed_args(p)
     p.set_defaults(func=run)
 
 
@@ -61,22 +65,28 @@ def _is_native_jsonl(path: Path) -> bool:
             head = fh.read(1 << 16).lstrip()
         text = head.split("\n", 1)[0] if path.suffix == ".jsonl" else path.read_text(encoding="utf-8")
         first = json.loads(text)
+    except RecursionError:  # too deep for any reader: the native path records it as unscored
+        return True
     except (OSError, ValueError):
         return False
     return isinstance(first, dict) and isinstance(first.get("task"), dict)
 
 
-def iter_folder(root: Path) -> Iterator[Item]:
-    """Each trajectory under `root` (or `root` itself), keyed by its path relative to `root`."""
-    return iter_path(root, lambda child: "." if child == root else child.relative_to(root).as_posix())
+def iter_folder(root: Path, outside: bool = False) -> Iterator[Item]:
+    """Each trajectory under `root` (or `root` itself), keyed by its path relative to `root`.
+
+    `root` itself (one trajectory folder or file) is keyed by its name (`runs.jsonl#0`), not "."."""
+    return iter_path(root, lambda child: (root.resolve().name or ".") if child == root
+                     else child.relative_to(root).as_posix(), allow_outside_screenshots=outside)
 
 
-def row_to_trajectory(row: dict[str, Any], source: str, answer_tools: Sequence[str] | None = None) -> Any:
+def row_to_trajectory(row: dict[str, Any], source: str, answer_tools: Sequence[str] | None = None,
+                      outside: bool = False) -> Any:
     """A dataset row of any supported shape -> `Trajectory` (prompt/completion rows as the reward reads them)."""
     from ..loaders import load_cuavb_row, load_trajectory
 
     if "web_surfer_log" in row:
-        return load_cuavb_row(row, source=source)
+        return load_cuavb_row(row, source=source, allow_outside_screenshots=outside)
     if row.get("trajectory") is not None:
         from reward.adapters import as_trajectory
 
@@ -91,7 +101,7 @@ def row_to_trajectory(row: dict[str, Any], source: str, answer_tools: Sequence[s
         if isinstance(traj, Exception):
             raise traj
         return traj
-    return load_trajectory(row)
+    return load_trajectory(row, allow_outside_screenshots=outside)
 
 
 def load_rows(source: str, *, split: str, name: str | None, streaming: bool) -> Any:
@@ -111,7 +121,7 @@ def load_rows(source: str, *, split: str, name: str | None, streaming: bool) -> 
 
 
 def iter_rows(ds: Any, source: str, id_column: str | None,
-              answer_tools: Sequence[str] | None = None) -> Iterator[Item]:
+              answer_tools: Sequence[str] | None = None, outside: bool = False) -> Iterator[Item]:
     seen: dict[str, int] = {}
     for i, row in enumerate(ds):
         col = id_column or next((c for c in ID_COLUMNS if row.get(c) not in (None, "")), None)
@@ -121,23 +131,23 @@ def iter_rows(ds: Any, source: str, id_column: str | None,
         n = seen[rid] = seen.get(rid, 0) + 1
         rid = rid if n == 1 else f"{rid}#{n}"  # repeated ids stay distinct, deterministically
         desc = f"{source} row {i}"
-        yield rid, desc, lambda r=row, d=desc: row_to_trajectory(r, d, answer_tools)
+        yield rid, desc, partial(row_to_trajectory, row, desc, answer_tools, outside)
 
 
 def open_source(args: argparse.Namespace, answer_tools: Sequence[str] | None = None,
-                ) -> tuple[Iterator[Item], int | None]:
+                outside: bool = False) -> tuple[Iterator[Item], int | None]:
     """The items of SOURCE and, when cheap to know, how many there are (for the progress bar)."""
     path = Path(args.source)
     total: int | None = None
     if path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl")
                          and _is_native_jsonl(path)):
-        items = iter_folder(path)
+        items = iter_folder(path, outside)
     elif path.is_file() and path.suffix.lower() not in DATA_SUFFIXES:
         raise ConfigError(f"{path}: unsupported file type (use .parquet, .json, .jsonl, .csv or a folder)")
     else:
         ds = load_rows(args.source, split=args.split, name=args.name, streaming=args.streaming)
         total = len(ds) if hasattr(ds, "__len__") else None
-        items = iter_rows(ds, args.source, args.id_column, answer_tools)
+        items = iter_rows(ds, args.source, args.id_column, answer_tools, outside)
     if args.limit:
         return islice(items, args.limit), min(args.limit, total) if total is not None else args.limit
     return items, total
@@ -173,11 +183,18 @@ async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
         return outcome.result
 
     try:
-        session.judge_for_loop()  # a missing judge URL / model fails now, not per rollout
-        items, total = open_source(args, settings.answer_tools)
+        judge = session.judge_for_loop()  # a missing judge URL / model fails now, not per rollout
+        await asyncio.to_thread(check_judge, judge)  # ... and so does an unreachable judge
+        outside = bool(settings.verifier.get("allow_outside_screenshots", False))
+        items, total = open_source(args, settings.answer_tools, outside)
+        if getattr(args, "shard", None):
+            from ..distributed.shard import parse_shard, shard_items
+
+            items, total = shard_items(items, *parse_shard(args.shard)), None
         counts = await score_items(items, writer, verify_one,
                                    concurrency=args.concurrency or settings.max_concurrency,
-                                   progress=not args.no_progress, total=total, unit="rollout")
+                                   progress=not args.no_progress, total=total, unit="rollout",
+                                   none_if_degraded=settings.none_if_degraded)
     finally:
         await session.aclose()
         writer.close()
@@ -188,18 +205,35 @@ async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
     return {"this_run": counts, **summarize(writer.records())}
 
 
+def check_dependencies(args: argparse.Namespace) -> None:
+    """Optional packages this run will need, checked before any scoring (one line naming the extra)."""
+    path = Path(args.source)
+    if Path(args.out).suffix == ".parquet":
+        require("score-dataset --out *.parquet", "bench", "pyarrow")
+    native = path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl")
+                               and _is_native_jsonl(path))
+    if not native:
+        require(f"score-dataset on {args.source} (a data file or hub dataset)", "bench", "datasets")
+
+
 def run(args: argparse.Namespace, settings: Any = None) -> int:
     if Path(args.out).suffix not in (".parquet", ".jsonl"):
         print("error: --out must end in .parquet or .jsonl", file=sys.stderr)
         return 2
     try:
+        check_dependencies(args)
         settings = settings or build_settings(args)
-        summary = asyncio.run(_main(args, settings))
-    except (ConfigError, TrajectoryError) as exc:
+        if getattr(args, "ray", None) is not None:
+            from ..distributed.ray_backend import score_on_ray
+
+            summary = score_on_ray(args, settings)
+        else:
+            summary = asyncio.run(_main(args, settings))
+    except (ConfigError, TrajectoryError, JudgeUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     c = summary["this_run"]
     print(f"this run: scored {c['scored']}, unscored {c['unscored']}, already done {c['skipped']}")
     print(format_summary(summary))
     print(f"results: {args.out}")
-    return 0
+    return exit_status(c)

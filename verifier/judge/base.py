@@ -34,11 +34,11 @@ class Message(BaseModel):
     content: list[TextPart | ImagePart]
 
     @classmethod
-    def system(cls, text: str) -> "Message":
+    def system(cls, text: str) -> Message:
         return cls(role="system", content=[TextPart(text=text)])
 
     @classmethod
-    def user(cls, *parts: str | TextPart | ImagePart) -> "Message":
+    def user(cls, *parts: str | TextPart | ImagePart) -> Message:
         return cls(role="user", content=[TextPart(text=p) if isinstance(p, str) else p for p in parts])
 
 
@@ -60,7 +60,7 @@ class Usage(BaseModel):
     attempts: int = 0  # HTTP requests actually sent
     cached: bool = False  # served from the on-disk response cache
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
                      completion_tokens=self.completion_tokens + other.completion_tokens,
                      latency_s=self.latency_s + other.latency_s,

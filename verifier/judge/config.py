@@ -111,11 +111,9 @@ class JudgeConfig(BaseModel):
         Raises:
             ConfigError: a required variable is missing or a value is invalid.
         """
-        values: dict[str, Any] = {}
-        if urls := os.environ.get("CUA_JUDGE_URL"):
-            values["base_urls"] = [u for u in urls.split(",") if u.strip()]
-        if model := os.environ.get("CUA_JUDGE_MODEL"):
-            values["model"] = model
+        from ..settings import env_settings  # the one parser of CUA_* (verifier/settings.py)
+
+        values: dict[str, Any] = env_settings().judge_fields()
         values.update(overrides)
         missing = [env for key, env in (("base_urls", "CUA_JUDGE_URL"), ("model", "CUA_JUDGE_MODEL"))
                    if not values.get(key)]

@@ -60,13 +60,17 @@ def detect_format(path: str | Path) -> str:
 
 
 def load_trajectories(path_or_row: str | Path | Mapping[str, Any], *, format: str = "auto",
-                      check_images: bool = True, **options: Any) -> Iterator[Trajectory]:
+                      check_images: bool = True, allow_outside_screenshots: bool = False,
+                      **options: Any) -> Iterator[Trajectory]:
     """Every trajectory at `path_or_row` (a folder gives one, JSONL / parquet give many), lazily.
 
     `options` go to the format's loader (e.g. `task_file=` / `instruction=` for "fara").
+    Screenshot files must lie inside the trajectory's folder (symlinks resolved) unless
+    `allow_outside_screenshots` (CLI: `--allow-outside-screenshots`).
     """
+    outside = allow_outside_screenshots
     if isinstance(path_or_row, Mapping):
-        yield _load_mapping(path_or_row, format, check_images)
+        yield _load_mapping(path_or_row, format, check_images, outside)
         return
     p = Path(path_or_row)
     fmt = detect_format(p) if format == "auto" else format
@@ -77,13 +81,14 @@ def load_trajectories(path_or_row: str | Path | Mapping[str, Any], *, format: st
     if fmt in ("fara", "om2w") and p.is_file() and _member_of_folder(p):
         p = p.parent  # a file of a run folder was given: load the folder
     if fmt == "fara":
-        yield load_fara(p, check_images=check_images, **options)
+        yield load_fara(p, check_images=check_images, allow_outside_screenshots=outside, **options)
     elif fmt == "om2w":
-        yield load_om2w(p, check_images=check_images)
+        yield load_om2w(p, check_images=check_images, allow_outside_screenshots=outside)
     elif fmt == "cuavb-parquet":
-        yield from iter_cuavb_parquet(p, check_images=check_images)
+        yield from iter_cuavb_parquet(p, check_images=check_images, allow_outside_screenshots=outside)
     elif fmt == "native":
-        yield from iter_native(p / "trajectory.json" if p.is_dir() else p, check_images=check_images)
+        yield from iter_native(p / "trajectory.json" if p.is_dir() else p, check_images=check_images,
+                               allow_outside_screenshots=outside)
     else:
         raise TrajectoryError("format 'cuavb-row' takes a dict, not a path", file=str(p))
 
@@ -106,10 +111,10 @@ def _member_of_folder(p: Path) -> bool:
     return p.name in ("web_surfer.log", "result.json") or p.name.endswith("_final_answer.json")
 
 
-def _load_mapping(row: Mapping[str, Any], format: str, check_images: bool) -> Trajectory:
+def _load_mapping(row: Mapping[str, Any], format: str, check_images: bool, outside: bool) -> Trajectory:
     if format == "cuavb-row" or (format == "auto" and "web_surfer_log" in row):
-        return load_cuavb_row(row, check_images=check_images)
+        return load_cuavb_row(row, check_images=check_images, allow_outside_screenshots=outside)
     if format in ("native", "auto") and isinstance(row.get("task"), Mapping):
-        return load_native_record(dict(row), check_images=check_images)
+        return load_native_record(dict(row), check_images=check_images, allow_outside_screenshots=outside)
     raise TrajectoryError("cannot tell the format of this record: expected a CUAVerifierBench row "
                           "(web_surfer_log, screenshots, ...) or a native record (task, steps, ...)")

@@ -8,6 +8,7 @@ decided once, here.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,8 +16,15 @@ from typing import Any
 
 from ..errors import ScreenshotError, TrajectoryError
 from ..trajectory import RunStatus, Screenshot, Step
+from ..trajectory import path_inside as inside
 
 NO_ANSWER = "<no_answer>"
+
+#: Deepest nesting of lists/objects accepted in trajectory JSON. Real records nest under 10 levels
+#: (record > steps > step > arguments > ...); 100 leaves room for odd tool arguments while staying
+#: far below the parser's recursion limit (~1,000) and pydantic's serialisation limit (255), so a
+#: value that loads can also be rendered, hashed and written back.
+MAX_JSON_DEPTH = 100
 
 #: Argument keys that hold the agent's own words, not tool arguments. They go to `Step.thought`.
 STATE_KEYS = ("state_description", "screen_description")
@@ -53,13 +61,44 @@ def decode_text(data: bytes | str, *, file: str, what: str) -> str:
     return text
 
 
-def parse_json(text: str, *, file: str, what: str, line_offset: int = 0) -> Any:
-    """`json.loads` whose error names the file and line."""
+def parse_json(text: str, *, file: str, what: str, line_offset: int = 0, line: int | None = None) -> Any:
+    """`json.loads` of untrusted text whose every failure is a `TrajectoryError` naming file and line.
+
+    Why more than `json.loads`: a document nested ~1,000 levels deep makes the parser raise
+    `RecursionError` (not a `ValueError`), which escaped every caller and killed whole scoring runs.
+    It is caught here, and what parses is held to `MAX_JSON_DEPTH` (see `check_depth`). `line` names
+    the line of a one-line document (JSONL); otherwise the decoder's line (+ `line_offset`) is used.
+    """
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TrajectoryError(f"{what} is not valid JSON ({exc.msg}, column {exc.colno})", file=file,
-                              line=exc.lineno + line_offset) from None
+                              line=line if line is not None else exc.lineno + line_offset) from None
+    except RecursionError:
+        raise too_deep(what, file=file, line=line) from None
+    check_depth(data, file=file, what=what, line=line)
+    return data
+
+
+def too_deep(what: str, *, file: str, line: int | None = None, field: str | None = None) -> TrajectoryError:
+    return TrajectoryError(f"{what} is nested too deeply (more than {MAX_JSON_DEPTH} levels of objects/"
+                           "lists)", file=file, line=line, field=field)
+
+
+def check_depth(data: Any, *, file: str, what: str, line: int | None = None, limit: int = MAX_JSON_DEPTH) -> None:
+    """Raise when lists/objects nest deeper than `limit`. Iterative: a deep value cannot overflow it."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Iterable[Any] = node.values()
+        elif isinstance(node, (list, tuple)):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            raise too_deep(what, file=file, line=line)
+        stack.extend((child, depth + 1) for child in children)
 
 
 def read_json(path: Path, *, what: str) -> Any:
@@ -67,17 +106,21 @@ def read_json(path: Path, *, what: str) -> Any:
 
 
 def iter_json_lines(text: str, *, file: str, what: str) -> Iterable[tuple[int, Any]]:
-    """(1-based line number, object) per non-blank line; a bad or truncated line raises."""
+    """(1-based line number, object) per non-blank line; a bad, truncated or too deep line raises."""
     lines = text.splitlines()
     for no, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            yield no, json.loads(line)
+            data = json.loads(line)
         except json.JSONDecodeError as exc:
             hint = " (truncated last line?)" if no == len(lines) else ""
             raise TrajectoryError(f"{what}: invalid JSON line{hint}: {exc.msg}", file=file,
                                   line=no) from None
+        except RecursionError:
+            raise too_deep(what, file=file, line=no) from None
+        check_depth(data, file=file, what=what, line=no)
+        yield no, data
 
 
 def to_epoch(value: Any) -> float | None:
@@ -197,6 +240,30 @@ def place_screenshots(numbered: Sequence[tuple[int, Screenshot]], n_steps: int, 
         warnings.append(f"{len(out)} screenshots for {n_steps} steps: {after_last} screenshots come "
                         f"after the last step (all placed at step {n_steps}, timing 'after')")
     return out, warnings
+
+
+OUTSIDE_HINT = "--allow-outside-screenshots (allow_outside_screenshots=True) permits it"
+
+
+def confine_screenshots(shots: Sequence[Screenshot], root: str | os.PathLike[str] | None, *,
+                        allow_outside: bool, file: str) -> None:
+    """Refuse screenshot files outside the trajectory's folder (`root`; None = the working folder).
+
+    Why: the paths come with the data. `../`, an absolute path or a symlink could otherwise send any
+    image this process can read to the judge, which may be remote. The check resolves symlinks
+    and runs whether or not images are checked; `allow_outside` is the user's explicit opt-in.
+    """
+    if allow_outside:
+        return
+    base = os.path.abspath(root if root is not None else os.getcwd())
+    for pos, shot in enumerate(shots):
+        if shot.path is None:
+            continue
+        if not inside(shot.path, base):
+            raise ScreenshotError(f"screenshot {pos + 1} of {len(shots)}: path {shot.path!r} leads outside the "
+                                  f"trajectory folder {base} (to {os.path.realpath(shot.path)}); "
+                                  f"{OUTSIDE_HINT}", file=file, field=f"screenshots[{pos}]")
+        shot.confine_to(base)
 
 
 def check_screenshots(shots: Sequence[Screenshot], *, file: str) -> None:

@@ -20,15 +20,27 @@ from typing import Any
 
 from ..errors import TrajectoryError
 from ..trajectory import Screenshot, Task, Trajectory
-from ._common import (NO_ANSWER, answer_or_none, check_screenshots, decode_text, infer_status,
-                      place_screenshots)
+from ._common import (
+    NO_ANSWER,
+    answer_or_none,
+    check_screenshots,
+    confine_screenshots,
+    decode_text,
+    infer_status,
+    place_screenshots,
+)
 from .websurfer_log import parse_web_surfer_log
 
 REQUIRED = ("task_id", "instruction", "web_surfer_log", "screenshots")
 
 
-def load_cuavb_row(row: Mapping[str, Any], *, source: str = "<row>", check_images: bool = True) -> Trajectory:
-    """One row -> `Trajectory`. `source` names the row in errors (e.g. "file.parquet row 12")."""
+def load_cuavb_row(row: Mapping[str, Any], *, source: str = "<row>", check_images: bool = True,
+                   allow_outside_screenshots: bool = False) -> Trajectory:
+    """One row -> `Trajectory`. `source` names the row in errors (e.g. "file.parquet row 12").
+
+    An image given only by `path` must lie under the working folder (paths resolve against it)
+    unless `allow_outside_screenshots`: a data file's paths are the data's, not the user's.
+    """
     missing = [k for k in REQUIRED if k not in row]
     if missing:
         raise TrajectoryError(f"row lacks column(s) {', '.join(missing)}", file=source, field=missing[0])
@@ -49,6 +61,8 @@ def load_cuavb_row(row: Mapping[str, Any], *, source: str = "<row>", check_image
     if not isinstance(images, (list, tuple)):
         raise TrajectoryError("must be a list of images", file=source, field="screenshots")
     numbered = [(i, _screenshot(img, source, i)) for i, img in enumerate(images)]
+    confine_screenshots([shot for _, shot in numbered], None, allow_outside=allow_outside_screenshots,
+                        file=source)
     shots, warnings = place_screenshots(numbered, len(steps), first=0, file=source)
     if check_images:
         check_screenshots(shots, file=source)
@@ -85,8 +99,8 @@ def _screenshot(img: Any, source: str, i: int) -> Screenshot:
     raise TrajectoryError(f"unsupported image value ({type(img).__name__})", file=source, field=field)
 
 
-def iter_cuavb_parquet(path: str | Path, *, check_images: bool = True,
-                       batch_size: int = 8) -> Iterator[Trajectory]:
+def iter_cuavb_parquet(path: str | Path, *, check_images: bool = True, batch_size: int = 8,
+                       allow_outside_screenshots: bool = False) -> Iterator[Trajectory]:
     """Rows of a local parquet export, streamed in small batches (screenshot columns are large)."""
     try:
         import pyarrow.parquet as pq
@@ -105,7 +119,8 @@ def iter_cuavb_parquet(path: str | Path, *, check_images: bool = True,
     row_no = 0
     for batch in pf.iter_batches(batch_size=batch_size):
         for row in batch.to_pylist():
-            yield load_cuavb_row(row, source=f"{path} row {row_no}", check_images=check_images)
+            yield load_cuavb_row(row, source=f"{path} row {row_no}", check_images=check_images,
+                                 allow_outside_screenshots=allow_outside_screenshots)
             row_no += 1
 
 

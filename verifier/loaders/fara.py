@@ -23,8 +23,17 @@ from typing import Any
 
 from ..errors import TrajectoryError
 from ..trajectory import Screenshot, Task, Trajectory
-from ._common import (NO_ANSWER, answer_or_none, check_screenshots, infer_status, place_screenshots,
-                      read_json, read_text)
+from ._common import (
+    NO_ANSWER,
+    answer_or_none,
+    check_screenshots,
+    confine_screenshots,
+    infer_status,
+    inside,
+    place_screenshots,
+    read_json,
+    read_text,
+)
 from .task_file import lookup_task, normalise_task_entry
 from .websurfer_log import parse_web_surfer_log
 
@@ -36,7 +45,7 @@ def is_fara_folder(path: Path) -> bool:
 
 
 def load_fara(folder: str | Path, *, task_file: str | Path | None = None, instruction: str | None = None,
-              check_images: bool = True) -> Trajectory:
+              check_images: bool = True, allow_outside_screenshots: bool = False) -> Trajectory:
     root = Path(os.path.abspath(folder))  # lazy screenshot paths must survive a chdir
     if not root.is_dir():
         raise TrajectoryError("not a directory", file=str(root))
@@ -54,7 +63,9 @@ def load_fara(folder: str | Path, *, task_file: str | Path | None = None, instru
     if not isinstance(aborted, bool):
         raise TrajectoryError("must be true or false", file=str(answer_path), field="is_aborted")
 
-    numbered = _screenshots(root, answer, answer_path)
+    numbered = _screenshots(root, answer, answer_path, allow_outside_screenshots)
+    confine_screenshots([shot for _, shot in numbered], root, allow_outside=allow_outside_screenshots,
+                        file=str(answer_path))
     first = 0 if numbered and min(n for n, _ in numbered) == 0 else 1
     shots, warnings = place_screenshots(numbered, len(steps), first=first, file=str(root))
     if check_images:
@@ -77,8 +88,14 @@ def _answer_file(root: Path) -> Path:
     return found[0]
 
 
-def _screenshots(root: Path, answer: dict[str, Any], answer_path: Path) -> list[tuple[int, Screenshot]]:
-    """(number, screenshot) pairs: the answer file's list when it has one, else the folder's files."""
+def _screenshots(root: Path, answer: dict[str, Any], answer_path: Path,
+                 allow_outside: bool = False) -> list[tuple[int, Screenshot]]:
+    """(number, screenshot) pairs: the answer file's list when it has one, else the folder's files.
+
+    An absolute listed path that does not exist (another machine), or that leads out of a copied run
+    folder while the same name lies beside the log, is read from the folder; whatever still leads
+    outside it is refused by `confine_screenshots` (unless `allow_outside`).
+    """
     listed = answer.get("screenshots")
     if listed:
         if not isinstance(listed, list) or not all(isinstance(x, str) for x in listed):
@@ -88,8 +105,8 @@ def _screenshots(root: Path, answer: dict[str, Any], answer_path: Path) -> list[
             p = Path(name)
             if not p.is_absolute():
                 p = root / p
-            elif not p.exists():  # absolute path from another machine: look beside the log
-                p = root / p.name
+            elif not p.exists() or (not allow_outside and not inside(p, root) and (root / p.name).is_file()):
+                p = root / p.name  # from another machine, or the original of a copied folder: look beside the log
             paths.append(p)
     else:
         paths = [p for p in sorted(root.iterdir()) if _SHOT_RE.search(p.name)]

@@ -19,7 +19,14 @@ from typing import Any
 
 from ..errors import TrajectoryError
 from ..trajectory import Screenshot, Step, Task, Trajectory
-from ._common import answer_or_none, check_screenshots, infer_status, place_screenshots, read_json
+from ._common import (
+    answer_or_none,
+    check_screenshots,
+    confine_screenshots,
+    infer_status,
+    place_screenshots,
+    read_json,
+)
 
 _SHOT_RE = re.compile(r"^(\d+)_full_screenshot\.(png|jpe?g|webp)$", re.IGNORECASE)
 
@@ -28,7 +35,8 @@ def is_om2w_folder(path: Path) -> bool:
     return path.is_dir() and (path / "result.json").is_file()
 
 
-def load_om2w(folder: str | Path, *, check_images: bool = True) -> Trajectory:
+def load_om2w(folder: str | Path, *, check_images: bool = True,
+              allow_outside_screenshots: bool = False) -> Trajectory:
     root = Path(os.path.abspath(folder))  # lazy screenshot paths must survive a chdir
     result_path = root / "result.json"
     if not result_path.is_file():
@@ -50,6 +58,8 @@ def load_om2w(folder: str | Path, *, check_images: bool = True) -> Trajectory:
              for i, text in enumerate(history, start=1)]
 
     numbered = _screenshots(root)
+    confine_screenshots([shot for _, shot in numbered], root, allow_outside=allow_outside_screenshots,
+                        file=str(root / "trajectory"))
     shots, shot_warnings = place_screenshots(numbered, len(steps), first=0, file=str(root / "trajectory"))
     if check_images:
         check_screenshots(shots, file=str(root / "trajectory"))

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import TrajectoryError
 from ..trajectory import Step
-from ._common import iter_json_lines, make_step
+from ._common import check_depth, iter_json_lines, make_step, too_deep
 
 _ACTION_RE = re.compile(r"Action\s*#\s*(\d+)\s*:\s*executing tool\s+'([^']+)'\s+with arguments\s*")
 _THOUGHT_RE = re.compile(r"Thought\s*#\s*(\d+)\s*:\s*(.*?)(?=\s*(?:Action|Observation)\s*#\s*\d+\s*:|\Z)",
@@ -50,6 +50,9 @@ def _structured_steps(events: list[tuple[int, dict[str, Any]]], file: str) -> li
             except json.JSONDecodeError:
                 raise TrajectoryError("arguments is a string that is not a JSON object", file=file,
                                       line=line, field="arguments") from None
+            except RecursionError:
+                raise too_deep("arguments", file=file, line=line, field="arguments") from None
+            check_depth(arguments, file=file, what="arguments", line=line)
         steps.append(make_step(len(steps) + 1, event["action"], arguments, url=event.get("url"),
                                timestamp=event.get("timestamp"), error=event.get("error"),
                                file=file, line=line))
@@ -73,6 +76,10 @@ def _text_steps(events: list[tuple[int, dict[str, Any]]], file: str) -> list[Ste
             except json.JSONDecodeError as exc:
                 raise TrajectoryError(f"arguments of action #{m.group(1)} are not valid JSON ({exc.msg})",
                                       file=file, line=line, field="message") from None
+            except RecursionError:
+                raise too_deep(f"arguments of action #{m.group(1)}", file=file, line=line,
+                               field="message") from None
+            check_depth(args, file=file, what=f"arguments of action #{m.group(1)}", line=line)
             num = int(m.group(1))
             if num in actions:
                 raise TrajectoryError(f"action #{num} is logged twice (first on line {actions[num][2]})",

@@ -1,8 +1,10 @@
 """Stage 7: screenshot-grounded rescoring of the applicable criteria (V independent runs).
 
 Unlike the reference, this call sees the final screenshot(s) themselves, not only text about
-them, and writes its reality notes in the same reply (the reference's separate reality-check call
-is folded in). Unmet conditional criteria are not asked at all: they leave both sums. Earned
+them. Its reality notes come first in the reply, one per criterion, before any score (the schema's
+field order, which constrained decoding follows): the notes are fixed before a point is awarded, so
+they cannot be written to justify it, at no extra call or round (the reference spent a separate
+reality-check call on them). Earned points are half points. Unmet conditional criteria are not asked at all: they leave both sums. Earned
 points are clamped to [0, max] in code. With V runs the process score is the (lower) median
 over runs and the median run's justifications become the result's table, or, with
 `rescoring_median="criterion"`, each criterion takes its own median (`per_criterion_median`).
@@ -10,6 +12,7 @@ over runs and the median run's justifications become the result's table, or, wit
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..judge.base import ImagePart
 from ..narrowing import for_call
@@ -70,12 +73,15 @@ def per_criterion_median(applicable: Sequence[str], runs: Sequence[Rescoring],
                          earned: Sequence[dict[str, float]]) -> tuple[Rescoring, dict[str, float]]:
     """Per criterion, the (lower) median earned points across runs, and a table whose row for
     each criterion is the item of the run that gave that value (so justification and points agree)."""
-    items, out = [], {}
+    items: list[Any] = []
+    notes: list[Any] = []
+    out: dict[str, Any] = {}
     for cid in applicable:
         best = median_index([e[cid] for e in earned])
         out[cid] = earned[best][cid]
         items.append(next(i for i in runs[best].items if i.criterion_id == cid))
-    return Rescoring.model_construct(items=items), out
+        notes.extend(n for n in runs[best].reality_notes if n.criterion_id == cid)
+    return Rescoring.model_construct(reality_notes=notes, items=items), out
 
 
 def render_scores(rubric: Rubric, applies: dict[str, bool], reply: Rescoring | None,

@@ -1,0 +1,17 @@
+"""`cua-verifier serve-reward`: the verifier as one HTTP service shared by every training rank.
+
+Why a service: TRL spreads the G rollouts of one prompt over ranks, and each process has its own
+stage cache, so every rank would write its own rubric for the same task. One service process holds
+one `VerifierSession` (one stage cache, one single-flight table, one judge client), so a task's
+rubric is generated once for all ranks, and identical rollouts are verified once.
+
+Modules: `config` (settings, the loopback/API-key rule), `models` (the wire schema), `queue`
+(bounded admission, 429 + Retry-After), `metrics` (Prometheus), `core` (parse + verify with a
+deadline), `app` (FastAPI routes, auth, body limit), `server` (uvicorn with a draining shutdown),
+`cli` (the subcommand).
+"""
+from __future__ import annotations
+
+from .config import ServiceConfig
+
+__all__ = ["ServiceConfig"]

@@ -1,0 +1,176 @@
+"""The FastAPI application: routes, API-key check, body-size limit and per-request metrics.
+
+Routes: `GET /health` (open), `GET /metrics` (Prometheus text), `POST /v1/verify` (one
+trajectory -> its VerificationResult), `POST /v1/verify/batch` (one ItemResult per trajectory),
+`POST /v1/openrlhf` (OpenRLHF's remote reward-model body -> `{"rewards", "scores", "extra_logs"}`).
+"""
+from __future__ import annotations
+
+import hmac
+import time
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from reward.settings import RewardSettings
+
+from .config import ServiceConfig
+from .core import Refused, RewardService
+from .models import BatchRequest, BatchResponse, ErrorBody, ErrorDetail, OpenRLHFRequest, VerifyRequest
+
+
+def _error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    body = ErrorBody(error=ErrorDetail(type=kind, message=message)).model_dump()
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _refused(exc: Refused) -> JSONResponse:
+    kind = "queue_full" if exc.status == 429 else "shutting_down"
+    return _error(exc.status, kind, str(exc), {"Retry-After": str(exc.retry_after)})
+
+
+class BodyLimit:
+    """Pure ASGI: 413 before reading a body whose Content-Length is too big, or as soon as a
+    streamed (chunked) body passes the limit; also counts every request and its latency."""
+
+    def __init__(self, app: Any, service: RewardService) -> None:
+        self.app, self.service = app, service
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        limit = self.service.config.max_body_bytes
+        endpoint, t0, status = scope.get("path", ""), time.perf_counter(), {"code": 500}
+
+        async def counted_send(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        headers = dict(scope["headers"])
+        try:
+            length = int(headers[b"content-length"]) if b"content-length" in headers else None
+        except ValueError:
+            length = None
+        too_large = _error(413, "too_large", f"request body over {limit} bytes")
+        if length is not None and length > limit:
+            await too_large(scope, receive, counted_send)  # refused before a byte is read
+        elif length is None and scope.get("method") in ("POST", "PUT", "PATCH"):
+            body = await _read_bounded(receive, limit)  # streamed (chunked): buffer up to the limit
+            if body is None:
+                await too_large(scope, receive, counted_send)
+            else:
+                await self.app(scope, _replay(body), counted_send)
+        else:
+            await self.app(scope, receive, counted_send)
+        m = self.service.metrics
+        m.requests.labels(endpoint=endpoint, status=str(status["code"])).inc()
+        m.latency.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
+
+
+async def _read_bounded(receive: Any, limit: int) -> bytes | None:
+    """The whole streamed body, or None as soon as it passes `limit`."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes) -> Any:
+    sent = {"done": False}
+
+    async def receive() -> dict:
+        if sent["done"]:
+            return {"type": "http.disconnect"}
+        sent["done"] = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardService | None = None) -> Any:
+    """The ASGI app (wrapped in the body limit). `app.state.service` is the shared service."""
+    service = service or RewardService(settings, config)
+    key = config.api_key()
+    app = FastAPI(title="cua-verifier reward service", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.service = service
+
+    def authorised(request: Request) -> None:
+        if key is None:
+            return
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        given = given or request.headers.get("x-api-key", "")
+        if not hmac.compare_digest(given.encode(), key.encode()):
+            raise _Unauthorised()
+
+    @app.exception_handler(_Unauthorised)
+    async def _unauthorised(_request: Request, _exc: _Unauthorised) -> JSONResponse:
+        return _error(401, "unauthorised", "invalid or missing API key", {"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(Refused)
+    async def _refused_handler(_request: Request, exc: Refused) -> JSONResponse:
+        return _refused(exc)
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        q = service.queue
+        return {"status": "draining" if service.draining else "ok", "queue_depth": q.depth,
+                "queue_capacity": q.capacity, "queue_high_water": q.high_water,
+                "pipeline_runs": service.session.runs}
+
+    @app.get("/metrics", dependencies=[Depends(authorised)])
+    async def metrics() -> Response:
+        return Response(generate_latest(service.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.post("/v1/verify", dependencies=[Depends(authorised)])
+    async def verify(body: VerifyRequest) -> Any:
+        (item,) = await service.verify_records([body.trajectory], body.deadline_s)
+        if item.status == "scored":
+            return JSONResponse(item.result)
+        return _error(item.http_status, item.error_type or "error", item.reason or "",
+                      {"Retry-After": "5"} if item.http_status == 503 else None)
+
+    @app.post("/v1/verify/batch", dependencies=[Depends(authorised)])
+    async def verify_batch(body: BatchRequest) -> Any:
+        if len(body.trajectories) > min(config.max_batch, config.queue_size):
+            return _error(413, "too_large", f"batch of {len(body.trajectories)} over --max-batch "
+                          f"{config.max_batch} / --queue-size {config.queue_size}")
+        items = await service.verify_records(body.trajectories, body.deadline_s)
+        return BatchResponse(results=items).model_dump()
+
+    @app.post("/v1/openrlhf", dependencies=[Depends(authorised)])
+    async def openrlhf(body: OpenRLHFRequest, reward: str = "combined", on_failure: str = "error") -> Any:
+        """OpenRLHF's remote-RM body; `?reward=combined|process|outcome&on_failure=error|<number>`."""
+        from reward.openrlhf import records_from_request, rewards_from_items
+        from reward.remote import RemoteError
+
+        if len(body.query) > min(config.max_batch, config.queue_size):
+            return _error(413, "too_large", f"batch of {len(body.query)} over --max-batch {config.max_batch}")
+        records = records_from_request(body.query, body.prompts, body.labels)
+        good = [r for r in records if isinstance(r, dict)]
+        scored = iter(await service.verify_records(good, None) if good else [])
+        items = [(next(scored) if isinstance(r, dict) else service.answer_error(r)).model_dump() for r in records]
+        try:
+            return rewards_from_items(items, kind=reward, on_failure=on_failure,
+                                      none_if_degraded=settings.none_if_degraded,
+                                      weight=settings.combined_process_weight)
+        except RemoteError as exc:
+            return _error(502, exc.error_type, exc.message)
+        except ValueError as exc:
+            return _error(422, "invalid_request", str(exc))
+
+    return BodyLimit(app, service)
+
+
+class _Unauthorised(Exception):
+    pass

@@ -1,0 +1,182 @@
+"""Parse a request's trajectory and verify it within a deadline, on the one shared session.
+
+Why the verification runs as its own task: a request whose deadline passes answers 504, but the
+verification it started keeps going and lands in the session's cache, so the client's retry (or
+another rank asking for the same rollout) gets it without a second judge round. Its queue slot is
+released only when the work really ends, so the bound is on work, not on waiting requests.
+Shutdown first drains (finishes) in-flight work for `grace_s`, then aborts: waiting requests
+answer 503 instead of being cut off.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from reward.session import Outcome, VerifierSession
+from reward.settings import RewardSettings
+from verifier.errors import CuaVerifierError, JudgeError, ScreenshotError, TrajectoryError
+from verifier.loaders import load_native_record
+from verifier.loaders._common import check_screenshots
+from verifier.trajectory import Trajectory
+
+from .config import ServiceConfig
+from .metrics import CountingJudge, ServiceMetrics
+from .models import ItemResult
+from .queue import AdmissionQueue
+
+log = logging.getLogger(__name__)
+
+
+class Refused(Exception):
+    """The service will not do this work now (429 queue full, 503 shutting down)."""
+
+    def __init__(self, status: int, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.status, self.retry_after = status, retry_after
+
+
+class DeadlineExceeded(CuaVerifierError):
+    """The request's deadline passed before its verification finished."""
+
+
+class ShuttingDown(CuaVerifierError):
+    """The service stopped before this verification finished."""
+
+
+class _Session(VerifierSession):
+    """The shared session, with every judge call counted for /metrics."""
+
+    def __init__(self, settings: RewardSettings, metrics: ServiceMetrics) -> None:
+        self.metrics = metrics
+        super().__init__(settings)
+
+    def build_judge(self) -> Any:
+        return CountingJudge(super().build_judge(), self.metrics.judge_calls)
+
+
+def confine(path: str, root: Path | None, *, field: str) -> str:
+    """`path` resolved under `root`; anything else (no root, `..`, a symlink out) is refused."""
+    if root is None:
+        raise ScreenshotError("screenshot paths are not accepted by this service (no --media-root): "
+                              "send the image inline as a data URL", field=field)
+    p = Path(path)
+    full = (p if p.is_absolute() else root / p).resolve()
+    if not full.is_relative_to(root):
+        raise ScreenshotError("screenshot path is outside the service's media root", field=field)
+    return str(full)
+
+
+def parse_trajectory(record: dict[str, Any], root: Path | None, *, where: str) -> Trajectory:
+    """A request record -> Trajectory, with paths confined and every image header checked."""
+    traj = load_native_record(record, file=where, check_images=False)
+    for k, shot in enumerate(traj.screenshots):
+        if shot.path is not None:
+            shot.path = confine(shot.path, root, field=f"screenshots[{k}].path")
+    check_screenshots(traj.screenshots, file=where)
+    traj.source_path = record.get("source_path")  # the id the client gave, as in-process
+    return traj
+
+
+def status_of(error: BaseException) -> int:
+    if isinstance(error, TrajectoryError):
+        return 422
+    if isinstance(error, JudgeError):
+        return 502
+    if isinstance(error, DeadlineExceeded):
+        return 504
+    if isinstance(error, ShuttingDown):
+        return 503
+    return 500
+
+
+class RewardService:
+    def __init__(self, settings: RewardSettings, config: ServiceConfig) -> None:
+        self.config = config
+        self.metrics = ServiceMetrics()
+        self.session = _Session(settings, self.metrics)
+        self.queue = AdmissionQueue(config.queue_size, concurrency=settings.max_concurrency)
+        self.root = config.media_path()
+        self.draining = False
+        self._abort: asyncio.Event | None = None
+        self.tasks: set[asyncio.Task] = set()
+        self.metrics.watch(self)
+
+    @property
+    def abort_event(self) -> asyncio.Event:
+        if self._abort is None:
+            self._abort = asyncio.Event()
+        return self._abort
+
+    # ---- admission ----------------------------------------------------------------------------
+    def admit(self, n: int) -> None:
+        if self.draining:
+            self.metrics.rejected.labels(reason="shutting_down").inc()
+            raise Refused(503, "the service is shutting down", retry_after=5)
+        if not self.queue.try_admit(n):
+            self.metrics.rejected.labels(reason="queue_full").inc()
+            raise Refused(429, f"queue full ({self.queue.depth}/{self.queue.capacity} trajectories)",
+                          retry_after=self.queue.retry_after())
+
+    # ---- work ---------------------------------------------------------------------------------
+    async def verify_records(self, records: list[dict[str, Any]], deadline_s: float | None) -> list[ItemResult]:
+        """Admit, parse and verify `records` together; one `ItemResult` each, in order."""
+        self.admit(len(records))
+        timeout = self.config.deadline(deadline_s)
+        return list(await asyncio.gather(*(self._one(rec, k, timeout) for k, rec in enumerate(records))))
+
+    async def _one(self, record: dict[str, Any], k: int, timeout: float) -> ItemResult:
+        started = time.monotonic()
+        try:
+            traj = await asyncio.to_thread(parse_trajectory, record, self.root, where=f"trajectories[{k}]")
+        except CuaVerifierError as exc:
+            self.queue.release(1)
+            return self._answer(Outcome(error=exc))
+        task = asyncio.ensure_future(self.session.verify(traj))
+        self.tasks.add(task)
+        task.add_done_callback(lambda t: (self.tasks.discard(t), self.queue.release(1, started=started)))
+        abort = asyncio.ensure_future(self.abort_event.wait())
+        try:
+            done, _ = await asyncio.wait({task, abort}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            abort.cancel()
+        if task in done and not task.cancelled() and task.exception() is None:
+            return self._answer(task.result())
+        if task in done and not task.cancelled():
+            return self._answer(Outcome(error=task.exception()))
+        if abort in done or task.cancelled():
+            return self._answer(Outcome(error=ShuttingDown("the service stopped before this rollout was verified")))
+        return self._answer(Outcome(error=DeadlineExceeded(f"not verified within the {timeout:g}s deadline")))
+
+    def answer_error(self, error: BaseException) -> ItemResult:
+        """The unscored answer for a rollout rejected before verification (counted like the rest)."""
+        return self._answer(Outcome(error=error))
+
+    def _answer(self, outcome: Outcome) -> ItemResult:
+        if outcome.ok:
+            self.metrics.verifications.labels(status="scored").inc()
+            result = outcome.result
+            data = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
+            return ItemResult(status="scored", result=data)
+        err = outcome.error
+        self.metrics.verifications.labels(status="unscored").inc()
+        self.metrics.unscored.labels(reason=type(err).__name__).inc()
+        return ItemResult(status="unscored", error_type=type(err).__name__, reason=str(err)[:2000],
+                          http_status=status_of(err))
+
+    # ---- shutdown -----------------------------------------------------------------------------
+    async def drain(self) -> None:
+        """Refuse new work, finish in-flight work for `grace_s`, then abort what is left."""
+        self.draining = True
+        deadline = time.monotonic() + self.config.grace_s
+        while self.tasks and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        if self.tasks:
+            log.warning("shutdown: aborting %d unfinished verification(s)", len(self.tasks))
+        self.abort_event.set()
+        await asyncio.sleep(0)  # let waiting requests answer 503 first
+        for t in list(self.tasks):
+            t.cancel()
+        await self.session.aclose()

@@ -1,0 +1,77 @@
+"""Prometheus metrics of the reward service (one registry per service, so tests can run several).
+
+Requests and latency per endpoint and status; judge calls per stage (counted at the judge client,
+so failed verifications count too); stage-cache hits and misses (rubric and relevance rows reused
+across ranks); verifications run; unscored rollouts by error type; queue depth, capacity and
+rejections.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+
+
+class ServiceMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("cua_reward_requests", "HTTP requests", ["endpoint", "status"], registry=r)
+        self.latency = Histogram("cua_reward_request_latency_seconds", "request latency", ["endpoint"],
+                                 buckets=LATENCY_BUCKETS, registry=r)
+        self.judge_calls = Counter("cua_reward_judge_calls", "judge calls started", ["stage"], registry=r)
+        self.verifications = Counter("cua_reward_verifications", "rollouts answered", ["status"], registry=r)
+        self.unscored = Counter("cua_reward_unscored", "unscored rollouts", ["reason"], registry=r)
+        self.rejected = Counter("cua_reward_rejected", "requests refused before work", ["reason"], registry=r)
+
+    def watch(self, service: Any) -> None:
+        """Export live values read from the service at scrape time (queue, caches, runs)."""
+        self.registry.register(_Live(service))
+
+
+class _Live(Collector):
+    def __init__(self, service: Any) -> None:
+        self.service = service
+
+    def collect(self) -> Iterator[Any]:
+        s = self.service
+        q = s.queue
+        for name, doc, value in (("cua_reward_queue_depth", "trajectories admitted", q.depth),
+                                 ("cua_reward_queue_capacity", "admission bound", q.capacity),
+                                 ("cua_reward_queue_high_water", "most trajectories admitted at once",
+                                  q.high_water)):
+            g = GaugeMetricFamily(name, doc)
+            g.add_metric([], value)
+            yield g
+        cache = s.session.cache
+        for name, doc, value in (("cua_reward_stage_cache_hits", "stage cache hits (rubric, relevance)",
+                                  getattr(cache, "hits", 0)),
+                                 ("cua_reward_stage_cache_misses", "stage cache misses",
+                                  getattr(cache, "misses", 0)),
+                                 ("cua_reward_pipeline_runs", "verifications actually run", s.session.runs)):
+            c = CounterMetricFamily(name, doc)
+            c.add_metric([], value)
+            yield c
+
+
+class CountingJudge:
+    """Wraps a judge and counts every `complete` call per stage."""
+
+    def __init__(self, inner: Any, counter: Counter) -> None:
+        self.inner, self.counter = inner, counter
+
+    async def complete(self, messages: Any, output_model: Any, *, stage: str, sampling: Any = None) -> Any:
+        self.counter.labels(stage=stage).inc()
+        return await self.inner.complete(messages, output_model, stage=stage, sampling=sampling)
+
+    async def aclose(self) -> None:
+        if hasattr(self.inner, "aclose"):
+            await self.inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -1,0 +1,55 @@
+"""The wire schema of the reward service (requests and answers), one pydantic model each.
+
+`POST /v1/verify` answers the `VerificationResult` itself (200) or an `ErrorBody` with a status
+that says whose fault it is: 422 bad trajectory, 502 judge failed, 504 deadline, 500 a bug,
+429 queue full / 503 shutting down (both with Retry-After). The batch form answers one `ItemResult`
+per trajectory, in order, because one bad rollout must not fail its neighbours.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class VerifyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    trajectory: dict[str, Any] = Field(description="a native trajectory record (Trajectory JSON)")
+    deadline_s: float | None = Field(default=None, gt=0, description="seconds this request may take")
+
+
+class BatchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    trajectories: list[dict[str, Any]] = Field(min_length=1)
+    deadline_s: float | None = Field(default=None, gt=0)
+
+
+class ItemResult(BaseModel):
+    status: Literal["scored", "unscored"]
+    result: dict[str, Any] | None = None
+    error_type: str | None = None
+    reason: str | None = None
+    http_status: int = 200  # what the single endpoint would have answered
+
+
+class BatchResponse(BaseModel):
+    results: list[ItemResult]
+
+
+class ErrorDetail(BaseModel):
+    type: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+class OpenRLHFRequest(BaseModel):
+    """OpenRLHF's remote reward-model body: `{"query": [...], "prompts": [...], "labels": [...]}`."""
+
+    query: list[str] = Field(min_length=1)
+    prompts: list[str] | None = None
+    labels: list[Any] | None = None

@@ -1,0 +1,60 @@
+"""Run the service under uvicorn with a shutdown that drains before it closes.
+
+uvicorn's own graceful shutdown waits for open requests and then cancels them, which a client sees
+as a dropped connection. Here SIGTERM/SIGINT first makes the service refuse new work (503 +
+Retry-After), lets in-flight verifications finish for `grace_s`, answers the rest 503, and only
+then hands over to uvicorn's shutdown.
+"""
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import uvicorn
+
+from reward.settings import RewardSettings
+from verifier.errors import ConfigError
+
+from .app import create_app
+from .config import ServiceConfig
+from .core import RewardService
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, service: RewardService) -> None:
+        super().__init__(config)
+        self.service = service
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.servers and self.servers[0].sockets:
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            auth = "API key required" if self.service.config.api_key() else "no API key (loopback)"
+            print(f"reward service at http://{host}:{port} ({auth}); POST /v1/verify, GET /metrics",
+                  flush=True)
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        await self.service.drain()
+        await super().shutdown(sockets)
+
+
+async def _probe(service: RewardService) -> None:
+    """Build the judge once so a missing URL/model fails at start, not on the first request."""
+    service.session.judge_for_loop()
+    await service.session.aclose()
+
+
+def serve(settings: RewardSettings, config: ServiceConfig, *, log_level: str = "warning") -> int:
+    try:
+        config.check()
+        service = RewardService(settings, config)
+        asyncio.run(_probe(service))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    app = create_app(settings, config, service)
+    uv = uvicorn.Config(app, host=config.host, port=config.port, log_level=log_level, access_log=False,
+                        timeout_graceful_shutdown=int(config.grace_s) + 5, lifespan="off")
+    _Server(uv, service).run()
+    return 0

@@ -1,0 +1,198 @@
+"""The calibration suite itself: every rule has a case, every case is well-formed and loads.
+
+The real trajectories (X1, X2) live in ../shared/data; locally their absence skips that check,
+but under CI=true it fails: CI must exercise them. CUA_SHARED_DIR points elsewhere when the
+checkout is not beside `shared/` (e.g. a git worktree).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from verifier.calibrate import RULE_IDS, SuiteError, load_suite
+from verifier.calibrate.suite import ProcessBand, resolve_trajectory
+
+REPO = Path(__file__).resolve().parents[2]
+SUITE = REPO / "examples" / "calibration"
+SYNTHETIC_RULES = [r for r in RULE_IDS if not r.startswith("X")]
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return load_suite(SUITE)
+
+
+def test_every_rule_has_a_case_and_every_case_names_known_rules(cases):
+    covered = {r for c in cases for r in c.rules}
+    assert set(RULE_IDS) <= covered, sorted(set(RULE_IDS) - covered)
+    assert covered <= set(RULE_IDS)
+    for c in cases:  # the folder is named after its first rule: o2-..., x1-...
+        assert c.name.split("-", 1)[0].upper() == c.rules[0], c.name
+
+
+def test_suite_size_and_balance(cases):
+    synthetic = [c for c in cases if c.expected.trajectory == "."]
+    assert len(synthetic) >= 34
+    sides = {c.expected.side for c in synthetic}
+    assert {"lenient-trap", "pedantic-trap", "mechanism"} <= sides
+    outcomes = [c.expected.outcome for c in cases]
+    assert outcomes.count(True) >= 10 and outcomes.count(False) >= 10  # both rates measurable
+
+
+def test_every_synthetic_case_loads_with_its_screenshots(cases):
+    for c in cases:
+        if c.expected.trajectory != ".":
+            continue
+        traj = c.load()
+        assert traj.task.instruction and traj.steps, c.name
+        assert len(traj.screenshots) == len(traj.steps) + 1, c.name
+        assert traj.load_warnings == [], (c.name, traj.load_warnings)
+        for shot in traj.screenshots:
+            assert shot.bytes().startswith(b"\x89PNG"), (c.name, shot.path)
+        assert traj.task.id == f"calib-{c.name}"
+        undeclared = {s.action for s in traj.steps} - set(traj.task.metadata["tools"])
+        assert undeclared == ({"autofill_address"} if c.name.startswith("h3-") else set()), c.name
+
+
+def test_mechanism_cases_exercise_their_mechanism(cases):
+    by = {c.name: c for c in cases}
+    h1 = by["h1-long-history-key-step-in-middle"].load()
+    # over the default history budget (60k characters) even with every thought cut to 600 characters
+    assert len(h1.steps) > 120 and sum(min(len(s.thought or ""), 600) for s in h1.steps) > 60_000
+    assert "Elm Park playground reopens" in h1.steps[60].arguments["element"]  # the key step, mid-run
+    h2 = by["h2-step-budget-exhausted"].load()
+    assert h2.status.value == "step_budget_exhausted" and h2.final_answer is None
+    h3 = by["h3-unknown-tool-call"].load()
+    assert h3.steps[0].action == "autofill_address" and h3.steps[0].error
+    assert "autofill_address" not in h3.task.metadata["tools"]  # declared tools: 6.2 can be decided in code
+
+
+def test_suite_stays_small():
+    total = sum(p.stat().st_size for p in SUITE.rglob("*") if p.is_file())
+    assert total < 3 * 1024 * 1024, total
+
+
+def test_real_trajectories_join_by_reference(cases):
+    real = [c for c in cases if c.expected.trajectory != "."]
+    assert sorted(r for c in real for r in c.rules if r.startswith("X")) == ["X1", "X2"]
+    for c in real:
+        assert c.expected.trajectory.startswith("../shared/data/trajectories/")
+        assert not any(p.suffix == ".png" for p in c.folder.iterdir()), "real data is referenced, not copied"
+    missing = [c for c in real if c.unavailable]
+    if missing:
+        msg = f"shared data absent: {[c.unavailable for c in missing]} (set CUA_SHARED_DIR)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    for c in real:
+        traj = c.load()
+        assert len(traj.screenshots) >= 4 and traj.final_answer
+    x1 = next(c for c in real if "X1" in c.rules)
+    assert x1.expected.reference and x1.expected.reference["outcome"] is True  # compared with the reference
+
+
+def principle_ids(text: str) -> set[str]:
+    """Rule ids in the first cell of markdown table rows (`| O1 | ...`, bold or code allowed)."""
+    ids = set()
+    for line in text.splitlines():
+        cells = [c.strip().strip("*`").strip() for c in line.strip().strip("|").split("|")]
+        if line.lstrip().startswith("|") and re.fullmatch(r"[A-Z]\d{1,2}", cells[0]):
+            ids.add(cells[0])
+    return ids
+
+
+def test_principle_ids_parser():
+    text = ("| id | rule | cases |\n|---|---|---|\n| O1 | high score is not success | `examples/calibration/o1-*` |\n"
+            "| **R6** | halves | r6-* |\n| `H3` | codes | h3-* |\nO2 mentioned in prose\n")
+    assert principle_ids(text) == {"O1", "R6", "H3"}
+
+
+def test_principles_table_and_suite_agree(cases):
+    """prompts/PRINCIPLES.md (written by the prompt work) has one row per rule id; each has a case."""
+    path = REPO / "prompts" / "PRINCIPLES.md"
+    if not path.is_file():
+        pytest.skip("prompts/PRINCIPLES.md not in this tree yet")
+    ids = principle_ids(path.read_text(encoding="utf-8"))
+    covered = {r for c in cases for r in c.rules}
+    assert ids, "no rule rows found in PRINCIPLES.md"
+    assert ids <= covered, f"rows without a case: {sorted(ids - covered)}"
+    assert set(SYNTHETIC_RULES) <= ids, f"cases whose rule has no row: {sorted(set(SYNTHETIC_RULES) - ids)}"
+    for glob in re.findall(r"examples/calibration/([\w*.-]+)", path.read_text(encoding="utf-8")):
+        assert list(SUITE.glob(glob)), f"PRINCIPLES.md names examples/calibration/{glob}: no such case"
+
+
+# ---- loading rules ----------------------------------------------------------------------------
+def _case(tmp: Path, name: str, **over) -> Path:
+    folder = tmp / name
+    folder.mkdir(parents=True)
+    data = {"rules": ["O2"], "side": "lenient-trap", "outcome": False, "process": "low",
+            "why": "a long enough explanation of the verdict", "trajectory": "../shared/data/none"}
+    data.update(over)
+    (folder / "expected.json").write_text(json.dumps(data))
+    return folder
+
+
+def test_bad_expectations_fail_naming_the_file(tmp_path):
+    _case(tmp_path / "s1", "o2-x", process="hihg")
+    with pytest.raises(SuiteError, match=r"(?s)o2-x.*expected.json.*unknown process band"):
+        load_suite(tmp_path / "s1")
+    _case(tmp_path / "s2", "o2-x", rules=["O99"])
+    with pytest.raises(SuiteError, match="unknown rule id 'O99'"):
+        load_suite(tmp_path / "s2")
+    _case(tmp_path / "s3", "r1-x")  # folder says R1, rules say O2
+    with pytest.raises(SuiteError, match="named after rule R1"):
+        load_suite(tmp_path / "s3")
+    _case(tmp_path / "s5", "o2-x", diagnosis=["1.22"])
+    with pytest.raises(SuiteError, match="unknown diagnosis code"):
+        load_suite(tmp_path / "s5")
+    _case(tmp_path / "s4", "o2-x", outcome="yes")
+    with pytest.raises(SuiteError, match="outcome"):
+        load_suite(tmp_path / "s4")
+
+
+def test_only_selects_by_rule_and_rejects_unknown_or_uncovered(tmp_path):
+    _case(tmp_path, "o2-a")
+    _case(tmp_path, "o3-b", rules=["O3", "R1"])
+    assert [c.name for c in load_suite(tmp_path, only=["r1"])] == ["o3-b"]
+    assert [c.name for c in load_suite(tmp_path, only=["O2", "O3"])] == ["o2-a", "o3-b"]
+    with pytest.raises(SuiteError, match="unknown rule id"):
+        load_suite(tmp_path, only=["Z9"])
+    with pytest.raises(SuiteError, match="tests rule.s. H1"):
+        load_suite(tmp_path, only=["O2", "H1"])
+
+
+def test_missing_shared_data_is_unavailable_not_dropped(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUA_SHARED_DIR", raising=False)
+    _case(tmp_path / "suite", "o2-a")
+    (case,) = load_suite(tmp_path / "suite", repo_root=tmp_path / "repo")
+    assert case.unavailable and "../shared/data/none" in case.unavailable
+    assert case.trajectory_path == (tmp_path / "shared" / "data" / "none").resolve()
+    with pytest.raises(SuiteError, match="trajectory not found"):
+        case.load()
+
+
+def test_shared_dir_override(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUA_SHARED_DIR", str(tmp_path / "elsewhere"))
+    assert resolve_trajectory(tmp_path, "../shared/data/t", tmp_path) == tmp_path / "elsewhere" / "data" / "t"
+    assert resolve_trajectory(tmp_path / "c", ".", tmp_path) == tmp_path / "c"
+
+
+@pytest.mark.parametrize(("band", "inside", "outside"), [
+    ("high", [0.8, 0.95, 1.0], [0.79]),
+    ("mid", [0.5, 0.79], [0.49, 0.8]),
+    ("low", [0.0, 0.49], [0.5]),
+    ([0.25, 0.75], [0.25, 0.5, 0.75], [0.2, 0.76]),
+])
+def test_process_bands(band, inside, outside):
+    b = ProcessBand.model_validate(band)
+    assert all(b.contains(x) for x in inside) and not any(b.contains(x) for x in outside)
+
+
+def test_process_band_rejects_nonsense():
+    for bad in ("medium", [0.9, 0.1], [0.1], [0.2, 1.5]):
+        with pytest.raises(ValueError):
+            ProcessBand.model_validate(bad)

@@ -1,0 +1,94 @@
+"""Traceability of the judging rules (prompts/PRINCIPLES.md) and prompt versioning.
+
+Every rule id has one row; the row's prompt block exists, marks the rule with a `{# <id> #}`
+comment and is included by some stage template; every marked id has a row; and a prompt whose text
+changed also changed its version (prompts/versions.json records id/version -> sha256).
+"""
+import json
+import re
+
+import pytest
+
+from verifier.prompts import prompt_info, prompts_dir
+from verifier.rendering import infos
+
+RULE_IDS = ([f"O{i}" for i in range(1, 13)] + [f"R{i}" for i in range(1, 8)] + ["S1", "S2", "S3"]
+            + [f"U{i}" for i in range(1, 8)] + [f"C{i}" for i in range(1, 5)] + ["H1", "H2", "H3", "X1", "X2"])
+_ROW = re.compile(r"^\|\s*([A-Z]\d+)\s*\|(.*)\|\s*$")
+_MARK = re.compile(r"\{#([^#]*)#\}")
+
+
+def rows() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in (prompts_dir() / "PRINCIPLES.md").read_text(encoding="utf-8").splitlines():
+        m = _ROW.match(line)
+        if m:
+            assert m[1] not in out, f"rule {m[1]} has two rows"
+            out[m[1]] = [c.strip() for c in m[2].split("|")]
+    return out
+
+
+def stage_templates() -> list[str]:
+    return sorted(str(p.relative_to(prompts_dir())) for p in prompts_dir().glob("*.system.j2"))
+
+
+def included_blocks() -> set[str]:
+    """Every template any stage template includes, transitively (by id)."""
+    return {i.id for t in stage_templates() for i in infos(t)}
+
+
+def markers(path) -> set[str]:
+    return {tok for body in _MARK.findall(path.read_text(encoding="utf-8"))
+            for tok in re.findall(r"\b([OURSCH]\d+)\b", body)}
+
+
+def test_every_rule_id_has_exactly_one_row_with_the_glob_of_its_cases():
+    table = rows()
+    assert list(table) == RULE_IDS
+    for rid, cells in table.items():
+        assert len(cells) == 4, rid
+        assert cells[3] == f"`examples/calibration/{rid.lower()}-*`", rid
+        assert cells[0] and cells[1], f"{rid}: rule and source must be filled in"
+
+
+@pytest.mark.parametrize("rid", [r for r in RULE_IDS if not r.startswith("X")])
+def test_row_names_blocks_that_exist_state_the_rule_and_are_included(rid):
+    blocks = re.findall(r"`(principles/[\w.]+\.j2)`", rows()[rid][2])
+    assert blocks, f"{rid}: no prompt block named"
+    used = included_blocks()
+    for block in blocks:
+        path = prompts_dir() / block
+        assert path.is_file(), f"{rid}: {block} does not exist"
+        assert prompt_info(block).id in used, f"{rid}: {block} is included by no stage template"
+        assert rid in markers(path), f"{rid}: {block} has no {{# {rid} #}} marker"
+
+
+def test_every_marked_rule_has_a_row():
+    marked = {rid for p in (prompts_dir() / "principles").glob("*.j2") for rid in markers(p)}
+    assert marked <= set(rows()), marked - set(rows())
+    assert marked == {r for r in RULE_IDS if not r.startswith("X")}
+
+
+def test_each_rule_is_marked_in_one_block_only():
+    seen: dict[str, str] = {}
+    for p in sorted((prompts_dir() / "principles").glob("*.j2")):
+        for rid in markers(p):
+            if rid == "S2":  # stated where the profile is written and where it is applied
+                continue
+            assert rid not in seen, f"{rid} is stated in {seen.get(rid)} and {p.name}"
+            seen[rid] = p.name
+
+
+def test_a_changed_prompt_has_a_new_version():
+    recorded = json.loads((prompts_dir() / "versions.json").read_text(encoding="utf-8"))
+    for path in sorted(prompts_dir().rglob("*.j2")):
+        rel = str(path.relative_to(prompts_dir()))
+        info = prompt_info(rel)
+        entry = recorded.get(rel, {"versions": {}})
+        known = entry["versions"].get(info.version)
+        hint = (f'record it in prompts/versions.json: "{rel}": {{"id": "{info.id}", "versions": '
+                f'{{..., "{info.version}": "{info.sha256}"}}}}')
+        assert known is not None, f"{rel} version {info.version} is not recorded; {hint}"
+        assert known == info.sha256, (f"{rel} changed but kept version {info.version}: bump the version in "
+                                      f"its header, then {hint}")
+        assert entry["id"] == info.id, rel

@@ -1,0 +1,60 @@
+"""OpenRLHF's remote reward model and verl's compute_score, against the service as a real process."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+pytestmark = pytest.mark.slow  # real service processes
+
+from service_helpers import LoopbackJudge, Service
+
+from reward.openrlhf import make_reward_func
+from reward.remote import RemoteError
+
+TASK = json.dumps({"id": "hours", "instruction": "Find the library's opening hours"})
+PROMPT = "<|im_start|>user\nFind the library's opening hours<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.fixture(scope="module")
+def service():
+    with LoopbackJudge() as judge, Service(judge.url) as svc:
+        yield judge, svc
+
+
+def test_openrlhf_reward_func_and_url_form(service):
+    judge, svc = service
+    before = judge.rubric_calls
+    func = make_reward_func(svc.url, on_failure="0.0")
+    out = func([PROMPT + "9 to 5", PROMPT + "closed", "x"], [PROMPT, PROMPT, ""], [TASK, TASK, ""])
+    rewards = out["rewards"].tolist() if hasattr(out["rewards"], "tolist") else out["rewards"]
+    unscored = out["extra_logs"]["uv_unscored"]
+    assert len(rewards) == 3 and list(map(float, unscored)) == [0.0, 0.0, 1.0]
+    assert float(rewards[2]) == 0.0  # the fill value, flagged as unscored
+    assert judge.rubric_calls - before == 1  # two rollouts of one task: one rubric
+    with pytest.raises(RemoteError, match="row 1: TrajectoryError"):
+        make_reward_func(svc.url)([PROMPT + "a", "x"], [PROMPT, ""], [TASK, ""])
+    # OpenRLHF's own request (remote_rm_fn_ray posts exactly this body to --remote_rm_url)
+    direct = httpx.post(f"{svc.url}/v1/openrlhf?reward=outcome", timeout=120,
+                        json={"query": [PROMPT + "9 to 5"], "prompts": [PROMPT], "labels": [TASK]})
+    assert direct.status_code == 200
+    body = direct.json()
+    assert body["rewards"] == body["scores"] and body["rewards"][0] in (0.0, 1.0)
+
+
+def test_verl_compute_score_returns_the_same_keys_every_call(service, monkeypatch):
+    from reward.verl import compute_score
+
+    _judge, svc = service
+    monkeypatch.setenv("CUA_REWARD_URL", svc.url)
+    monkeypatch.setenv("CUA_VERL_ON_FAILURE", "0")
+    good = compute_score("cua", "9 to 5", TASK, extra_info={})
+    bad = compute_score("cua", "9 to 5", "", extra_info=None)
+    assert set(good) == set(bad) == {"score", "uv_process", "uv_outcome", "uv_unscored"}
+    assert good["uv_unscored"] == 0.0 and 0.0 <= good["score"] <= 1.0
+    assert bad["uv_unscored"] == 1.0 and bad["score"] == 0.0
+    monkeypatch.setenv("CUA_VERL_ON_FAILURE", "error")
+    with pytest.raises(RemoteError):
+        compute_score("cua", "9 to 5", "", extra_info=None)

@@ -1,0 +1,205 @@
+"""The calibration report: expected vs got per case and per rule, and outcome FPR / FNR on the suite.
+
+Pure functions over (case, run) pairs, so every number is unit-tested. Conventions:
+- positive = outcome success. A false positive is a case a careful human fails that the judge
+  passed (the lenient error RL policies exploit); FPR = fp / (fp + tn), FNR = fn / (fn + tp).
+- cases with no verdict (judge failure, data unavailable) are counted apart (`unscored`) and never
+  enter a rate: an outage is not a "failure" verdict.
+- a rate with an empty denominator is None (printed "n/a"), never 0.
+The report is a pydantic model so it serialises to JSON (`--out`) and other tools can render it.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ..result import VerificationResult
+from .rules import RULES
+from .runner import CaseRun
+from .suite import Case
+
+REPORT_SCHEMA_VERSION = "1.0"
+
+
+class CaseVerdict(BaseModel):
+    """One case: what a careful human expects, what the verifier said, and whether they agree."""
+
+    case: str
+    rules: list[str]
+    side: str
+    status: Literal["scored", "unscored", "unavailable"]
+    error: str | None = None
+    expected_outcome: bool
+    got_outcome: bool | None = None
+    outcome_ok: bool | None = None
+    expected_process: str
+    got_process: float | None = None
+    process_ok: bool | None = None
+    """None when not scored or the verifier gives no process score."""
+    expected_diagnosis: list[str] = Field(default_factory=list)
+    got_diagnosis: list[str] = Field(default_factory=list)
+    diagnosis_ok: bool | None = None
+    """None when no code is expected or no diagnosis ran; else: at least one expected code found."""
+
+    @property
+    def agrees(self) -> bool:
+        """Scored and every checked part matches."""
+        return self.status == "scored" and all(x is not False for x in
+                                                (self.outcome_ok, self.process_ok, self.diagnosis_ok))
+
+
+class Tally(BaseModel):
+    """Agreements out of checks (a check is a case where both sides said something)."""
+
+    agree: int = 0
+    checked: int = 0
+
+
+class RuleReport(BaseModel):
+    rule: str
+    statement: str
+    cases: list[str]
+    scored: int
+    expected_outcomes: list[bool]
+    got_outcomes: list[bool | None]
+    outcome: Tally
+    process: Tally
+    diagnosis: Tally
+    agreeing_cases: int
+    """Cases of this rule where every checked part agreed."""
+
+
+class OutcomeRates(BaseModel):
+    tp: int = 0
+    fp: int = 0
+    tn: int = 0
+    fn: int = 0
+    unscored: int = 0
+    fpr: float | None = None
+    fnr: float | None = None
+    accuracy: float | None = None
+
+
+class CalibrationReport(BaseModel):
+    schema_version: str = REPORT_SCHEMA_VERSION
+    suite: str
+    judge_model: str | None = None
+    demo_judge: bool = False
+    """True when the verdicts come from the random-weight CPU demo judge (meaningless)."""
+    selected_rules: list[str] = Field(default_factory=list)
+    outcome: OutcomeRates
+    rules: list[RuleReport]
+    cases: list[CaseVerdict]
+    wall_s: float = 0.0
+
+
+def diagnosis_codes(result: VerificationResult) -> list[str]:
+    if result.diagnosis is None:
+        return []
+    d = result.diagnosis
+    return sorted({p.error_code for p in d.failure_points} | set(d.task_ambiguity_codes))
+
+
+def match(case: Case, run: CaseRun) -> CaseVerdict:
+    """Compare one run with its expectation (pure)."""
+    e = case.expected
+    base = {"case": case.name, "rules": e.rules, "side": e.side, "expected_outcome": e.outcome,
+                "expected_process": e.process.label, "expected_diagnosis": e.diagnosis}
+    r = run.result
+    if r is None:
+        return CaseVerdict(**base, status="unavailable" if run.unavailable else "unscored", error=run.error)
+    got_diag = diagnosis_codes(r)
+    diag_ok = (None if not e.diagnosis or r.diagnosis is None else bool(set(e.diagnosis) & set(got_diag)))
+    return CaseVerdict(**base, status="scored", got_outcome=r.outcome_success,
+                       outcome_ok=r.outcome_success == e.outcome, got_process=r.process_score,
+                       process_ok=None if r.process_score is None else e.process.contains(r.process_score),
+                       got_diagnosis=got_diag, diagnosis_ok=diag_ok)
+
+
+def tally(flags: Sequence[bool | None]) -> Tally:
+    checked = [f for f in flags if f is not None]
+    return Tally(agree=sum(checked), checked=len(checked))
+
+
+def rates(verdicts: Sequence[CaseVerdict]) -> OutcomeRates:
+    out = OutcomeRates()
+    for v in verdicts:
+        if v.got_outcome is None:
+            out.unscored += 1
+        elif v.expected_outcome:
+            out.tp, out.fn = out.tp + v.got_outcome, out.fn + (not v.got_outcome)
+        else:
+            out.fp, out.tn = out.fp + v.got_outcome, out.tn + (not v.got_outcome)
+    neg, pos, total = out.fp + out.tn, out.tp + out.fn, out.tp + out.fp + out.tn + out.fn
+    out.fpr = out.fp / neg if neg else None
+    out.fnr = out.fn / pos if pos else None
+    out.accuracy = (out.tp + out.tn) / total if total else None
+    return out
+
+
+def rule_report(rule: str, verdicts: Sequence[CaseVerdict]) -> RuleReport:
+    mine = [v for v in verdicts if rule in v.rules]
+    return RuleReport(rule=rule, statement=RULES.get(rule, ""), cases=[v.case for v in mine],
+                      scored=sum(v.status == "scored" for v in mine),
+                      expected_outcomes=[v.expected_outcome for v in mine],
+                      got_outcomes=[v.got_outcome for v in mine],
+                      outcome=tally([v.outcome_ok for v in mine]), process=tally([v.process_ok for v in mine]),
+                      diagnosis=tally([v.diagnosis_ok for v in mine]),
+                      agreeing_cases=sum(v.agrees for v in mine))
+
+
+def build_report(cases: Sequence[Case], runs: Sequence[CaseRun], *, suite: str = "", judge_model: str | None = None,
+                 demo_judge: bool = False, only: Sequence[str] | None = None, wall_s: float = 0.0) -> CalibrationReport:
+    """Per-case verdicts, per-rule tallies (canonical rule order) and suite-level outcome rates."""
+    by_name = {r.case: r for r in runs}
+    missing = [c.name for c in cases if c.name not in by_name]
+    if missing:
+        raise ValueError(f"no run for case(s) {', '.join(missing)}")
+    verdicts = [match(c, by_name[c.name]) for c in cases]
+    present = {r for v in verdicts for r in v.rules}
+    selected = [r.upper() for r in only] if only else []
+    order = [r for r in RULES if r in present and (not selected or r in selected)]
+    return CalibrationReport(suite=suite, judge_model=judge_model, demo_judge=demo_judge, selected_rules=selected,
+                             outcome=rates(verdicts), rules=[rule_report(r, verdicts) for r in order],
+                             cases=verdicts, wall_s=wall_s)
+
+
+def _tf(values: Sequence[bool | None]) -> str:
+    return ",".join("-" if v is None else ("T" if v else "F") for v in values)
+
+
+def _rate(value: float | None, num: int, den: int) -> str:
+    return "n/a (no case)" if value is None else f"{value:.3f} ({num}/{den})"
+
+
+def format_report(report: CalibrationReport) -> str:
+    """The text `cua-verifier calibrate` prints: one line per rule, then the suite's outcome rates."""
+    lines = [(f"{'rule':<5} {'cases':>5}  {'outcome expected -> got':<28} {'outcome':>7} {'process':>7} "
+             f"{'diagnosis':>9}  statement")]
+    for r in report.rules:
+        exp_got = f"{_tf(r.expected_outcomes)} -> {_tf(r.got_outcomes)}"
+        lines.append(f"{r.rule:<5} {len(r.cases):>5}  {exp_got:<28} {r.outcome.agree:>3}/{r.outcome.checked:<3} "
+                     f"{r.process.agree:>3}/{r.process.checked:<3} {r.diagnosis.agree:>5}/{r.diagnosis.checked:<3}  "
+                     f"{r.statement[:60]}")
+    o = report.outcome
+    lines.append("")
+    lines.append(f"outcome on the suite: tp {o.tp}, fp {o.fp}, tn {o.tn}, fn {o.fn}, unscored {o.unscored}")
+    lines.append(f"  false-positive rate {_rate(o.fpr, o.fp, o.fp + o.tn)}   "
+                 f"false-negative rate {_rate(o.fnr, o.fn, o.fn + o.tp)}   "
+                 f"accuracy {_rate(o.accuracy, o.tp + o.tn, o.tp + o.fp + o.tn + o.fn)}")
+    off = [v for v in report.cases if v.status != "scored"]
+    for v in off:
+        lines.append(f"  {v.status}: {v.case}: {(v.error or '')[:160]}")
+    wrong = [v for v in report.cases if v.status == "scored" and not v.agrees]
+    if wrong:
+        lines.append("disagreements (case: expected outcome/process/diagnosis -> got):")
+        for v in wrong:
+            got_p = "-" if v.got_process is None else f"{v.got_process:.2f}"
+            lines.append(f"  {v.case}: {_tf([v.expected_outcome])}/{v.expected_process}/"
+                         f"{','.join(v.expected_diagnosis) or '-'} -> {_tf([v.got_outcome])}/{got_p}/"
+                         f"{','.join(v.got_diagnosis) or '-'}")
+    if report.demo_judge:
+        lines.append("NOTE: demo judge (random weights): these verdicts are meaningless; only the plumbing is real.")
+    return "\n".join(lines)
