@@ -37,6 +37,19 @@ def playwright_driver() -> Any:
     return driver
 
 
+def stop_driver() -> None:
+    """Stop this thread's Playwright driver (it is restarted on next use).
+
+    Why it matters: while the sync driver runs, its event loop stays registered as this thread's
+    running loop, so `asyncio.run` (and async test frameworks) refuse to start on the thread.
+    Close the environments first: their browsers belong to the driver.
+    """
+    driver = getattr(_local, "driver", None)
+    if driver is not None:
+        _local.driver = None
+        _stop_driver(driver)
+
+
 def _stop_driver(driver: Any) -> None:
     with contextlib.suppress(Exception):  # interpreter shutdown: the driver may already be gone
         driver.stop()

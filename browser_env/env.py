@@ -27,7 +27,7 @@ from PIL import Image
 from verifier.errors import TrajectoryError
 from verifier.trajectory import Trajectory
 
-from .browser import BrowserProcess
+from .browser import BrowserProcess, stop_driver
 from .config import EnvConfig
 from .episode import EpisodeRecorder
 from .observe import (
@@ -333,6 +333,8 @@ class BrowserEnv:
 
 
 def close_all() -> None:
-    """Shut down every live environment's browser (tests, end of a training script)."""
+    """Shut down every live environment's browser and this thread's Playwright driver (tests, the
+    end of a training script): afterwards the thread can run `asyncio.run` again."""
     for env in list(_LIVE):
         env._shutdown()
+    stop_driver()

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from browser_env import BrowserEnv, EnvConfig
+from browser_env import BrowserEnv, EnvConfig, close_all
 from browser_env.config import BrowserUnavailable, chromium_path
 
 SMALL = {"viewport_width": 480, "viewport_height": 320}
@@ -25,6 +25,14 @@ def _require_browser() -> None:
         if os.environ.get("CI", "").lower() == "true" or os.environ.get("CUA_REQUIRE_BROWSER") == "1":
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_driver_left_behind():
+    """Playwright's sync driver keeps its event loop registered as the running loop of this
+    thread; the async tests of other folders (same process) need it gone after each module."""
+    yield
+    close_all()
 
 
 @pytest.fixture(scope="session")

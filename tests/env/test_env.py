@@ -7,7 +7,7 @@ import time
 import pytest
 from PIL import Image
 
-from browser_env import BrowserEnv
+from browser_env import BrowserEnv, close_all
 from verifier.errors import TrajectoryError
 from verifier.loaders import load_trajectory
 from verifier.trajectory import RunStatus
@@ -154,3 +154,14 @@ def test_crashed_page_is_an_episode_error_and_the_next_episode_works(env):
     image_of(env.reset(task_id="library-riverside-saturday"))
     image_of(env.scroll("down"))
     assert env.episode_error is None
+
+
+def test_close_all_leaves_the_thread_able_to_run_asyncio(env):
+    import asyncio
+
+    env.reset(task_id="library-riverside-saturday")
+    with pytest.raises(RuntimeError):
+        asyncio.run(asyncio.sleep(0))  # the sync driver's loop is this thread's running loop
+    close_all()
+    assert asyncio.run(asyncio.sleep(0, result=7)) == 7
+    image_of(env.reset(task_id="library-riverside-saturday"))  # and the env comes back on next use
