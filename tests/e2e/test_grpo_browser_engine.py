@@ -1,8 +1,8 @@
-"""The browser smoke step against the real CPU vLLM judge (engine tier): the tiny policy acts in
-Chromium, every episode is verified over HTTP by the tiny Qwen2-VL judge served by the project's
-own launcher (`serving`, preset cpu-tiny), with its API key. Verdicts are random; asserted: the
-judge answered (200s in its access log, no 401), every rollout acted, rewards are floats or None
-with a logged rate."""
+"""The browser smoke step against the real CPU vLLM judge (this tier's session server): the tiny
+policy acts in Chromium, every episode is verified over HTTP by the tiny Qwen2-VL judge served by
+the project's own launcher, with its API key. Verdicts are random; asserted: the judge answered
+(200s in its access log, no 401), every rollout acted, rewards are floats or None with a logged
+rate. (The browser tier itself is tests/env.)"""
 from __future__ import annotations
 
 import importlib.util
@@ -29,28 +29,22 @@ def _load(name: str, path: Path, monkeypatch):
     return module
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    e2e = _load_module_once()
-    venv = e2e._judge_venv()
-    if venv is None:
-        pytest.skip("judge venv missing: run `bash serving/setup_judge_env.sh --cpu` (or set CUA_JUDGE_VENV)")
-    model = e2e.build_tiny_qwen2vl(REPO / ".cache" / "tiny-qwen2vl")
-    eng = e2e.Engine(venv=venv, model_dir=model, log_path=tmp_path_factory.mktemp("engine") / "vllm.log")
-    eng.ensure_running()
-    yield eng
-    e2e.stop_server(eng.proc, grace_s=5)
+@pytest.fixture
+def browser_ok() -> None:
+    """Chromium + Playwright, or skip (fail under CI=true / CUA_REQUIRE_BROWSER=1), as in tests/env."""
+    import os
 
+    from browser_env.config import BrowserUnavailable, chromium_path
 
-def _load_module_once():
-    name = "e2e_engine_support"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "e2e" / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    try:
+        import playwright.sync_api  # noqa: F401
+
+        chromium_path()
+    except (ImportError, BrowserUnavailable) as exc:
+        msg = f"browser tier needs Chromium + Playwright: {exc}"
+        if os.environ.get("CI", "").lower() == "true" or os.environ.get("CUA_REQUIRE_BROWSER") == "1":
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
 
 
 def test_browser_grpo_step_with_the_real_cpu_judge(browser_ok, engine, tmp_path, monkeypatch):
@@ -61,10 +55,12 @@ def test_browser_grpo_step_with_the_real_cpu_judge(browser_ok, engine, tmp_path,
     log = engine.log_path.read_text(errors="replace") if engine.log_path.is_file() else ""
     ok_before = log.count(CHAT + "200")
     clear_sessions()
-    summary = recipe.main(["--config", str(REPO / "recipes" / "configs" / "browser_smoke.yaml"),
-                           "--output_dir", str(tmp_path / "run"), "--judge", "url",
-                           "--verifier_config", str(config)])
-    clear_sessions()
+    try:
+        summary = recipe.main(["--config", str(REPO / "recipes" / "configs" / "browser_smoke.yaml"),
+                               "--output_dir", str(tmp_path / "run"), "--judge", "url",
+                               "--verifier_config", str(config)])
+    finally:
+        clear_sessions()
     log = engine.log_path.read_text(errors="replace")
     assert log.count(CHAT + "200") > ok_before, "the judge never answered"
     assert CHAT + "401" not in log
