@@ -83,6 +83,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="generate with vLLM (colocate) instead of transformers")
     g.add_argument("--max-tool-calling-iterations", type=int, help="TRL tool loop bound (tools/environments)")
     g.add_argument("--report-to", default="none", help="wandb, tensorboard, ... or none")
+    g.add_argument("--save-steps", type=int, default=100, help="checkpoint every N steps (and at the end)")
+    g.add_argument("--no-save", action="store_true", help="no checkpoints and no final model (plumbing checks)")
     return p.parse_args(argv)
 
 
@@ -119,6 +121,29 @@ def load_prompts(args: argparse.Namespace):
     return datasets.load_dataset(args.dataset, split=args.split)
 
 
+def build_config(args: argparse.Namespace, *, tiny: bool):
+    """The GRPOConfig: the smoke defaults (small, CPU) overridden for what this run is.
+
+    Checkpoints are on (`save_strategy="steps"`) unless --no-save: the smoke defaults say "no",
+    which a real run must not inherit.
+    """
+    from reward.testing import grpo_smoke_config
+
+    g = args.num_generations
+    overrides = {"learning_rate": args.learning_rate, "max_completion_length": args.max_completion_length,
+                 "per_device_train_batch_size": args.per_device_batch or g, "report_to": args.report_to,
+                 "use_vllm": args.use_vllm, "log_completions": True, "num_completions_to_print": 0,
+                 "save_strategy": "no" if args.no_save else "steps", "save_steps": args.save_steps}
+    if args.max_tool_calling_iterations is not None:
+        overrides["max_tool_calling_iterations"] = args.max_tool_calling_iterations
+    if not tiny:  # the smoke defaults force CPU; real runs use whatever accelerator is there
+        overrides["use_cpu"] = False
+        overrides["bf16"] = os.environ.get("GRPO_BF16", "1") == "1"
+    return grpo_smoke_config(args.output_dir, num_generations=g, max_steps=args.max_steps,
+                             reward_weights=[args.process_weight, args.outcome_weight],
+                             multi_objective_aggregation=args.aggregation, **overrides)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     warnings.filterwarnings("ignore", message=DEPRECATED_NAMES, category=FutureWarning)
@@ -129,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from trl import GRPOTrainer
 
-    from reward.testing import build_tiny_policy, build_tiny_vlm_policy, grpo_smoke_config
+    from reward.testing import build_tiny_policy, build_tiny_vlm_policy
 
     rewards = build_rewards(args)
     if tiny:
@@ -137,21 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         model = str(build(Path(args.output_dir) / ("tiny-text" if args.tiny_text else "tiny-vlm")))
     else:
         model = args.model
-    g = args.num_generations
-    overrides = {"learning_rate": args.learning_rate, "max_completion_length": args.max_completion_length,
-                 "per_device_train_batch_size": args.per_device_batch or g, "report_to": args.report_to,
-                 "use_vllm": args.use_vllm, "log_completions": True, "num_completions_to_print": 0}
-    if args.max_tool_calling_iterations is not None:
-        overrides["max_tool_calling_iterations"] = args.max_tool_calling_iterations
-    if not tiny:  # the smoke defaults force CPU; real runs use whatever accelerator is there
-        overrides["use_cpu"] = False
-        overrides["bf16"] = os.environ.get("GRPO_BF16", "1") == "1"
-    config = grpo_smoke_config(args.output_dir, num_generations=g, max_steps=args.max_steps,
-                               reward_weights=[args.process_weight, args.outcome_weight],
-                               multi_objective_aggregation=args.aggregation, **overrides)
+    config = build_config(args, tiny=tiny)
     trainer = GRPOTrainer(model=model, reward_funcs=[rewards.process, rewards.outcome], args=config,
                           train_dataset=load_prompts(args))
     trainer.train()
+    if not args.no_save:  # the final model and its card (the smoke config alone saved nothing)
+        trainer.save_model(args.output_dir)
+        trainer.create_model_card(model_name=Path(args.output_dir).name, tags=["universal-verifier"])
     last = [h for h in trainer.state.log_history if "rewards/uv_outcome/mean" in h]
     if last:  # one JSON line: both rewards, their failure rates and the judge cost (`uv/...`)
         keys = ("rewards/uv_process/mean", "rewards/uv_outcome/mean", "reward",

@@ -157,15 +157,20 @@ class _UVReward:
                 log_metric(metric, val)
 
     def _log_extra(self, log_extra: Any, outcomes: list[Outcome], weak: list[list[str]]) -> None:
+        """Completions-table columns. Each column keeps one type (TRL writes the table to parquet,
+        which refuses a column mixing numbers and strings): an unscored row is `None` in every
+        result column, and why it is unscored goes in its own string column `<name>/unscored_reason`."""
         columns = {
             "outcome_reasoning": lambda r: result_field(r, "outcome_reasoning"),
             "process_score": lambda r: result_field(r, "process_score"),
             "first_failure_step": lambda r: result_field(r, "diagnosis.first_failure_step"),
         }
+        reasons = [(f"degraded {', '.join(w)}" if w else None) if o.ok
+                   else f"{type(o.error).__name__}: {o.error}"[:300] for o, w in zip(outcomes, weak)]
         for col in self.extra_columns:
-            values = [(f"unscored: degraded {', '.join(w)}" if w else columns[col](o.result)) if o.ok
-                      else f"unscored: {type(o.error).__name__}: {o.error}"[:300] for o, w in zip(outcomes, weak)]
-            log_extra(f"{self.__name__}/{col}", values)
+            log_extra(f"{self.__name__}/{col}",
+                      [columns[col](o.result) if reason is None else None for o, reason in zip(outcomes, reasons)])
+        log_extra(f"{self.__name__}/unscored_reason", reasons)
 
 
 class UVProcessReward(_UVReward):

@@ -92,7 +92,9 @@ async def test_failure_is_none_not_zero_and_metric_logged():
                                             log_metric=rec.log_metric, log_extra=rec.log_extra)
     assert out[:3] == [1.0] * 3 and out[3:] == [None] * 3
     assert rec.metrics["uv_outcome/failure_rate"] == [0.5]
-    assert rec.extra["uv_outcome/outcome_reasoning"][3].startswith("unscored: JudgeUnavailableError")
+    assert rec.extra["uv_outcome/outcome_reasoning"][3] is None  # columns keep one type (parquet)
+    assert rec.extra["uv_outcome/unscored_reason"][3].startswith("JudgeUnavailableError")
+    assert rec.extra["uv_outcome/unscored_reason"][0] is None
 
 
 async def test_failed_rollout_is_retried_after_ttl():
@@ -259,7 +261,8 @@ async def test_degraded_stage_in_none_if_degraded_gives_none_and_counts_as_failu
     assert out[:3] == [None] * 3 and out[3:] == pytest.approx([0.1, 0.2, 0.3])  # relevance: mild
     assert rec.metrics["uv_process/failure_rate"] == [0.5]
     assert rec.metrics["uv_process/degraded_none_rate"] == [0.5]
-    assert rec.extra["uv_process/first_failure_step"][0] == "unscored: degraded side_effects"
+    assert rec.extra["uv_process/first_failure_step"][0] is None
+    assert rec.extra["uv_process/unscored_reason"][0] == "degraded side_effects"
     lenient = settings(none_if_degraded=[]).model_copy(update={"verify_fn": degraded_verify})
     assert None not in await UVProcessReward(lenient)(prompts, completions, task_id=task_ids)
 

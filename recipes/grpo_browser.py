@@ -1,0 +1,165 @@
+#!/usr/bin/env python
+"""GRPO for a computer-use agent acting in a real browser, rewarded by the Universal Verifier.
+
+    python recipes/grpo_browser.py --config recipes/configs/browser_smoke.yaml     # CPU, one step
+    accelerate launch recipes/grpo_browser.py --config recipes/configs/browser_gpu.yaml
+
+The policy acts through `browser_env.BrowserEnv` (TRL's `environment_factory`): Debian's Chromium
+on the project's loopback task sites; every tool returns the new screenshot as an image part.
+Each episode is recorded as a native trajectory (screenshots before/after every action), which
+the two verifier rewards (`uv_process`, `uv_outcome`, combined by `reward_weights`) read from
+`environments`; the judge is a separate OpenAI-compatible endpoint (`judge_url`, or `judge:
+echo` for the loopback schema-echo judge in smoke runs). Policy generation is TRL's: plain
+transformers, or vLLM (`use_vllm: true`, `vllm_mode: server` against `trl vllm-serve` on its own
+GPU, or `colocate` inside the trainer processes). Checkpoints follow `save_strategy`; the final
+model and its model card are written to `output_dir`.
+
+Prints one JSON line at the end: rollouts, actions and screenshots per trajectory, reward mean,
+the rewards' None rate and the judge cost.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+@dataclass
+class BrowserArguments:
+    """The environment, the tasks and the judge (the rest is TRL's own GRPOConfig / ModelConfig)."""
+
+    tasks: list[str] = field(default_factory=list, metadata={"help": "browser_env task ids (default: all)"})
+    task_repeat: int = field(default=1, metadata={"help": "times each task appears in the dataset"})
+    tiny_policy: bool = field(default=False, metadata={
+        "help": "build the tiny CPU policy in code (browser_env.tiny_policy) instead of model_name_or_path"})
+    judge: str = field(default="url", metadata={
+        "help": "url: the judge at judge_url; echo: start the loopback schema-echo judge; scripted: in-process"})
+    judge_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible judge URL(s), comma-separated"})
+    judge_model: str | None = field(default=None, metadata={"help": "judge model name as served"})
+    verifier_config: str | None = field(default=None, metadata={"help": "JSON RewardSettings file"})
+    max_env_steps: int = field(default=12, metadata={"help": "actions per episode"})
+    viewport_width: int = 960
+    viewport_height: int = 600
+    action_timeout_s: float = 5.0
+    page_load_timeout_s: float = 10.0
+
+
+def build_rewards(args: BrowserArguments, judge_url: str | None) -> Any:
+    from reward import RewardSettings, make_uv_rewards
+    from reward.settings import read_config_file
+
+    data: dict[str, Any] = read_config_file(args.verifier_config) if args.verifier_config else {}
+    judge = dict(data.pop("judge", None) or {})
+    if args.judge == "scripted":
+        data["judge_factory"] = "verifier.testing.ScriptedJudge"
+    if judge_url:
+        judge["base_urls"] = [u.strip() for u in judge_url.split(",") if u.strip()]
+    if args.judge_model:
+        judge["model"] = args.judge_model
+    return make_uv_rewards(RewardSettings.from_env(judge=judge, **data))
+
+
+def build_dataset(args: BrowserArguments, script_args: Any) -> Any:
+    import datasets
+
+    from browser_env import task_rows
+
+    if script_args.dataset_name:  # rows need `prompt` and `task_id` (a browser_env task)
+        return datasets.load_dataset(script_args.dataset_name, name=script_args.dataset_config,
+                                     split=script_args.dataset_train_split)
+    return datasets.Dataset.from_list(task_rows(args.tasks or None, repeat=args.task_repeat))
+
+
+def summarise(trainer: Any, episodes: list[dict[str, Any]]) -> dict[str, Any]:
+    logs = [h for h in trainer.state.log_history if "reward" in h]
+    last = logs[-1] if logs else {}
+    actions = [e["actions"] for e in episodes]
+    shots = [e["screenshots"] for e in episodes]
+    summary = {"rollouts": len(episodes), "actions_per_rollout": actions, "screenshots_per_trajectory": shots,
+               "rollouts_without_action": sum(a == 0 for a in actions),
+               "episode_errors": sum(e["episode_error"] is not None for e in episodes),
+               "reward_mean": last.get("reward"), "tool_calls_per_rollout": last.get("tools/call_frequency")}
+    for name in ("uv_process", "uv_outcome"):
+        summary[f"{name}_mean"] = last.get(f"rewards/{name}/mean")
+        summary[f"{name}_none_rate"] = last.get(f"{name}/failure_rate")
+    summary.update({k: v for k, v in last.items() if k.startswith("uv/")})
+    return summary
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    import functools
+
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser, get_peft_config
+
+    from browser_env import BrowserEnv, EnvConfig, close_all
+    from browser_env.training import BrowserGRPOTrainer, episode_summary
+
+    parser = TrlParser((ScriptArguments, GRPOConfig, ModelConfig, BrowserArguments))
+    script_args, training_args, model_args, args = parser.parse_args_and_config(args=argv)
+    echo = None
+    judge_url = args.judge_url
+    if args.judge == "echo":
+        from reward.echo_judge import EchoJudgeServer
+
+        echo = EchoJudgeServer().start()
+        judge_url, args.judge_model = echo.url, args.judge_model or "echo"
+    rewards = build_rewards(args, judge_url)
+    env_config = EnvConfig(max_steps=args.max_env_steps, viewport_width=args.viewport_width,
+                           viewport_height=args.viewport_height, action_timeout_s=args.action_timeout_s,
+                           page_load_timeout_s=args.page_load_timeout_s)
+    processing_class = None
+    if args.tiny_policy:
+        from browser_env.tiny_policy import build_tiny_browser_policy, load_tiny_browser_policy
+
+        model, processing_class = load_tiny_browser_policy(
+            build_tiny_browser_policy(Path(training_args.output_dir) / "tiny-policy"))
+    else:
+        model = model_args.model_name_or_path
+        training_args.model_init_kwargs = {"revision": model_args.model_revision, "dtype": model_args.dtype,
+                                           "attn_implementation": model_args.attn_implementation,
+                                           **(training_args.model_init_kwargs or {})}
+    episodes: list[dict[str, Any]] = []
+
+    class EpisodeLog(TrainerCallback):
+        """Collects each generation batch's episodes once (the envs are reused across batches)."""
+
+        seen: int | None = None
+
+        def on_step_end(self, _args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            envs = trainer.environments
+            if envs and id(envs) != self.seen:
+                self.seen = id(envs)
+                episodes.extend(episode_summary(envs)["episodes"])
+
+    trainer = BrowserGRPOTrainer(
+        model=model, processing_class=processing_class, reward_funcs=[rewards.process, rewards.outcome],
+        args=training_args, train_dataset=build_dataset(args, script_args),
+        environment_factory=functools.partial(BrowserEnv, env_config), peft_config=get_peft_config(model_args),
+        callbacks=[EpisodeLog()])
+    try:
+        trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        trainer.save_model(training_args.output_dir)
+        if trainer.accelerator.is_main_process:
+            trainer.create_model_card(model_name=Path(training_args.output_dir).name,
+                                      dataset_name=script_args.dataset_name or "browser_env tasks",
+                                      tags=["computer-use", "browser", "universal-verifier"])
+        if training_args.push_to_hub:
+            trainer.push_to_hub(dataset_name=script_args.dataset_name)
+    finally:
+        close_all()
+        if echo is not None:
+            echo.stop()
+    summary = summarise(trainer, episodes)
+    print(json.dumps(summary))
+    return summary
+
+
+if __name__ == "__main__":
+    main()
