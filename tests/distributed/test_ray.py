@@ -47,7 +47,7 @@ def test_ray_cli_scores_everything_one_rubric_per_task_and_resumes(cluster, tmp_
         first, first_rubrics = judge.by_schema["Outcome"], judge.rubric_calls
         assert main(["score-dataset", str(src), "--out", str(out), *common]) == 0  # resume
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert sorted(r["id"] for r in rows) == sorted(f".#{k}" for k in range(16))
+    assert sorted(r["id"] for r in rows) == sorted(f"rollouts.jsonl#{k}" for k in range(16))
     assert all(r["status"] == "scored" for r in rows)
     assert first == 10 and judge.by_schema["Outcome"] == 16  # the resumed run only did the other 6
     # 3 actors, each with its own stage cache: a task's rollouts all went to one actor, so each run
@@ -74,7 +74,7 @@ def test_ray_actor_killed_mid_run_rows_retried_none_lost_or_duplicated(cluster, 
             writer.close()
     lines = [json.loads(line) for line in log_path.read_text().splitlines()]
     ids = [r["id"] for r in lines]
-    assert sorted(ids) == sorted(f".#{k}" for k in range(18))  # none lost
+    assert sorted(ids) == sorted(f"rollouts.jsonl#{k}" for k in range(18))  # none lost
     assert len(ids) == len(set(ids))  # none written twice
     assert all(r["status"] == "scored" for r in lines)
     assert summary["ray"]["restarts"] == 1 and summary["ray"]["retried"] >= 1
@@ -96,7 +96,7 @@ def test_ray_reads_a_parquet_source_through_ray_data(cluster, tmp_path):
     with LoopbackJudge() as judge:
         cfg.write_text(json.dumps({"judge": judge_settings(judge.url)}))
         assert main(["score-dataset", str(src), "--out", str(out), "--config", str(cfg), "--no-progress",
-                     "--ray"]) == 0
+                     "--ray"]) == 3  # the bad row is unscored: exit 3, as for the local loop
     got = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert set(got) == {"r0", "r1", "r2", "r3", "bad"}
     assert all(got[f"r{k}"]["status"] == "scored" for k in range(4))

@@ -57,7 +57,7 @@ def test_score_dataset_shards_union_is_the_whole_source_and_rubrics_are_not_repe
             assert main(["score-dataset", str(src), "--out", str(tmp_path / f"s{i}.jsonl"), "--shard", f"{i}/2",
                          "--config", str(cfg), "--no-progress"]) == 0
     rows = [json.loads(line) for i in range(2) for line in (tmp_path / f"s{i}.jsonl").read_text().splitlines()]
-    assert sorted(r["id"] for r in rows) == sorted(f".#{k}" for k in range(8))
+    assert sorted(r["id"] for r in rows) == sorted(f"rollouts.jsonl#{k}" for k in range(8))
     assert all(r["status"] == "scored" for r in rows)
     assert judge.rubric_calls == 4  # each task's rubric written in exactly one shard
 
