@@ -167,6 +167,7 @@ def test_only_selects_by_rule_and_rejects_unknown_or_uncovered(tmp_path):
 
 def test_missing_shared_data_is_unavailable_not_dropped(tmp_path, monkeypatch):
     monkeypatch.delenv("CUA_SHARED_DIR", raising=False)
+    monkeypatch.delenv("CUA_SHARED_DATA", raising=False)
     _case(tmp_path / "suite", "o2-a")
     (case,) = load_suite(tmp_path / "suite", repo_root=tmp_path / "repo")
     assert case.unavailable and "../shared/data/none" in case.unavailable
@@ -179,6 +180,13 @@ def test_shared_dir_override(tmp_path, monkeypatch):
     monkeypatch.setenv("CUA_SHARED_DIR", str(tmp_path / "elsewhere"))
     assert resolve_trajectory(tmp_path, "../shared/data/t", tmp_path) == tmp_path / "elsewhere" / "data" / "t"
     assert resolve_trajectory(tmp_path / "c", ".", tmp_path) == tmp_path / "c"
+
+
+def test_shared_data_variable_of_the_test_suite_is_honoured(tmp_path, monkeypatch):
+    """CUA_SHARED_DATA (the variable tests/conftest.py reads) points the real cases at the same data."""
+    monkeypatch.delenv("CUA_SHARED_DIR", raising=False)
+    monkeypatch.setenv("CUA_SHARED_DATA", str(tmp_path / "mirror" / "data"))
+    assert resolve_trajectory(tmp_path, "../shared/data/t", tmp_path) == tmp_path / "mirror" / "data" / "t"
 
 
 @pytest.mark.parametrize(("band", "inside", "outside"), [

@@ -145,10 +145,12 @@ def default_suite_dir() -> Path | None:
 
 
 def resolve_trajectory(folder: Path, ref: str, repo_root: Path) -> Path:
-    """'.' -> the case folder; '../shared/x' -> $CUA_SHARED_DIR/x when set; else relative to the repo."""
+    """'.' -> the case folder; '../shared/x' -> $CUA_SHARED_DIR/x when set (or, as the test suite
+    reads it, the parent of $CUA_SHARED_DATA); else relative to the repo."""
     if ref in (".", ""):
         return folder
-    shared = os.environ.get("CUA_SHARED_DIR")
+    data = os.environ.get("CUA_SHARED_DATA")
+    shared = os.environ.get("CUA_SHARED_DIR") or (str(Path(data).parent) if data else None)
     if shared and ref.startswith(SHARED_PREFIX):
         return Path(shared) / ref[len(SHARED_PREFIX):]
     return (repo_root / ref).resolve()
