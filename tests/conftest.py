@@ -59,3 +59,25 @@ def shared_data() -> Path:
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg)
     return SHARED_DATA
+
+
+def require_browser() -> None:
+    """Chromium (Debian's package) + Playwright, or skip with the fix in the reason; under CI
+    (CI=true, CUA_REQUIRE_ENGINE=1 or CUA_REQUIRE_BROWSER=1) fail instead, so CI cannot pass by
+    skipping the browser tier (tests/env, tests/viewer, the browser GRPO engine test)."""
+    try:
+        import playwright.sync_api  # noqa: F401
+
+        from browser_env.config import chromium_path
+
+        chromium_path()
+    except Exception as exc:  # noqa: BLE001 - ImportError or BrowserUnavailable: the message says which
+        msg = f"browser tier needs Chromium + Playwright: {exc}"
+        if in_ci() or os.environ.get("CUA_REQUIRE_BROWSER") == "1":
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def browser_ok() -> None:
+    require_browser()

@@ -29,23 +29,6 @@ def _load(name: str, path: Path, monkeypatch):
     return module
 
 
-@pytest.fixture
-def browser_ok() -> None:
-    """Chromium + Playwright, or skip (fail under CI=true / CUA_REQUIRE_BROWSER=1), as in tests/env."""
-    import os
-
-    from browser_env.config import BrowserUnavailable, chromium_path
-
-    try:
-        import playwright.sync_api  # noqa: F401
-
-        chromium_path()
-    except (ImportError, BrowserUnavailable) as exc:
-        msg = f"browser tier needs Chromium + Playwright: {exc}"
-        if os.environ.get("CI", "").lower() == "true" or os.environ.get("CUA_REQUIRE_BROWSER") == "1":
-            pytest.fail(msg, pytrace=False)
-        pytest.skip(msg)
-
 
 def test_browser_grpo_step_with_the_real_cpu_judge(browser_ok, engine, tmp_path, monkeypatch):
     pytest.importorskip("trl")

@@ -5,26 +5,12 @@ CUA_REQUIRE_BROWSER=1) it fails instead, so CI cannot pass by skipping it.
 """
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from browser_env import BrowserEnv, EnvConfig, close_all
-from browser_env.config import BrowserUnavailable, chromium_path
 
 SMALL = {"viewport_width": 480, "viewport_height": 320}
 
-
-def _require_browser() -> None:
-    try:
-        import playwright.sync_api  # noqa: F401
-
-        chromium_path()
-    except (ImportError, BrowserUnavailable) as exc:
-        msg = f"browser tier needs Chromium + Playwright: {exc}"
-        if os.environ.get("CI", "").lower() == "true" or os.environ.get("CUA_REQUIRE_BROWSER") == "1":
-            pytest.fail(msg, pytrace=False)
-        pytest.skip(msg)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -35,9 +21,6 @@ def _no_driver_left_behind():
     close_all()
 
 
-@pytest.fixture(scope="session")
-def browser_ok() -> None:
-    _require_browser()
 
 
 @pytest.fixture(scope="module")

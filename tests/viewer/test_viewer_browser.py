@@ -23,21 +23,6 @@ from verifier.viewer import build_site
 from .helpers import HOSTILE, make_trajectory, rich_result, write_results
 
 
-def _browser_or_skip():
-    missing = None
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing = "playwright is not installed (pip install playwright)"
-    if missing is None and not shutil.which("chromium"):
-        missing = "chromium not found (apt-get install -y chromium)"
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser tier required in CI: {missing}")
-        pytest.skip(missing)
-    return sync_playwright
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A results file (rich, hostile, unscored, plus a few plain ones) rendered as a site and a bench report."""
@@ -89,8 +74,9 @@ def site(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    sync_playwright = _browser_or_skip()
+def browser(browser_ok):
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
         yield b
