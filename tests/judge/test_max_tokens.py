@@ -64,7 +64,7 @@ async def test_max_tokens_sent_for_a_small_and_a_large_model(server):
     judge = make_judge(fast_config(server.url))  # sampling.max_tokens 2048, cap 8192
     await judge.complete(MSGS, Small, stage="s")
     await judge.complete(MSGS, Large, stage="s")
-    small, large = (b["max_tokens"] for b in server.bodies)
+    small, large = (b["max_completion_tokens"] for b in server.bodies)
     assert small == 2048
     assert large == reply_token_budget(json_schema_for(Large), floor=2048, cap=8192) and large > 6000
     await judge.aclose()
@@ -95,7 +95,7 @@ async def test_context_overflow_400_is_retried_once_with_the_fitting_max_tokens(
     judge = make_judge(fast_config(server.url))
     reply = await judge.complete(MSGS, Large, stage="evidence")
     assert reply.parsed.items == []
-    sent = [b["max_tokens"] for b in server.bodies]
+    sent = [b["max_completion_tokens"] for b in server.bodies]
     assert sent[0] > 4096 and sent[1:] == [3096, 3096]  # the re-ask keeps the reduced value
     await judge.aclose()
 
