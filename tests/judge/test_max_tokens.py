@@ -41,8 +41,9 @@ class Confidence(BaseModel):
 
 def test_float_properties_get_multiple_of_and_count_as_bounded():
     schema = json_schema_for(Confidence)
-    assert schema["properties"]["p"]["multipleOf"] == 0.01
-    assert schema["properties"]["coarse"]["multipleOf"] == 0.5  # the field's own step wins
+    # the step (0.01, or the field's own) over the range, emitted as an enum every backend reads
+    assert schema["properties"]["p"]["enum"] == [k / 100 for k in range(101)]
+    assert schema["properties"]["coarse"]["enum"] == [k / 2 for k in range(-10, 11)]
     assert unbounded_paths(schema) == []
     assert Confidence.model_validate({"p": 0.123, "coarse": 1.5}).p == 0.123  # parsing is unchanged
     assert worst_case_chars(schema) == len('{"p":' + "1.00" + ',"coarse":' + "-5.0" + "}")
