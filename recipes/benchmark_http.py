@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,7 @@ def judge_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Only the client options given on the command line (the defaults are the library's)."""
     out: dict[str, Any] = {}
     for flag, key in (("concurrency", "max_concurrency"), ("image_format", "image_format"),
-                      ("image_max_side", "image_max_side"), ("image_transport", "image_transport"),
-                      ("media_dir", "image_media_dir")):
+                      ("image_max_side", "image_max_side"), ("media_dir", "image_media_dir")):
         value = getattr(args, flag)
         if value is not None:
             out[key] = value
@@ -64,16 +64,44 @@ async def fixed_latency(args: argparse.Namespace, sources: list[bytes]) -> None:
         judge.stop()
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_engine(media_dir: str | None):
+    """The CPU demo judge (vLLM, tiny random-weight model), with --allowed-local-media-path when
+    `media_dir` is given. Returns (base_url, model, key_env, stop)."""
+    import secrets
+
+    from serving.command import ServeConfig, build_command
+    from serving.demo import DEMO_KEY_ENV, cache_dir, default_judge_venv, ensure_judge_env, ensure_tiny_model
+    from serving.launcher import start_server, stop_server, wait_for_health
+    from serving.presets import get_preset
+
+    venv = ensure_judge_env(default_judge_venv(), quiet=True)
+    model = ensure_tiny_model(venv, cache_dir() / "tiny-qwen2vl")
+    cfg = ServeConfig(preset=get_preset("cpu-tiny"), model=str(model), venv=str(venv), port=free_port(),
+                      api_key_env=DEMO_KEY_ENV, media_dir=media_dir)
+    os.environ[DEMO_KEY_ENV] = secrets.token_urlsafe(16)
+    log = cache_dir() / "benchmark-judge.log"
+    proc = start_server(build_command(cfg), log=log)
+    try:
+        wait_for_health(cfg.health_url, timeout_s=900, proc=proc, log_path=log)
+    except BaseException:
+        stop_server(proc)
+        raise
+    return cfg.base_url, cfg.served_model_name, DEMO_KEY_ENV, lambda: stop_server(proc)
+
+
 def engine(args: argparse.Namespace, sources: list[bytes]) -> None:
-    demo = None
+    stop = None
     if args.judge_url:
         url, model, key_env = args.judge_url, args.model, "CUA_JUDGE_API_KEY"
     else:
-        from serving.demo import start_demo_judge
-
         print("starting the CPU demo judge (vLLM, tiny random-weight model)...", file=sys.stderr)
-        demo = start_demo_judge(quiet=True)
-        url, model, key_env = demo.base_url, demo.model, demo.api_key_env
+        url, model, key_env, stop = start_engine(args.media_dir)
     rows, rates = [], []
     try:
         for m in args.m:
@@ -86,8 +114,8 @@ def engine(args: argparse.Namespace, sources: list[bytes]) -> None:
             rows.append(fig)
             rates.append(rate)
     finally:
-        if demo is not None:
-            demo.stop()
+        if stop is not None:
+            stop()
     print(table(rows))
     for fig, rate in zip(rows, rates):
         print(f"M={fig.screenshots}: vLLM prefix-cache hit rate {'n/a' if rate is None else f'{rate:.0%}'} "
@@ -104,8 +132,9 @@ def main() -> None:
     p.add_argument("--concurrency", type=int, default=None, help="JudgeConfig.max_concurrency")
     p.add_argument("--image-format", choices=["png", "jpeg"], default=None)
     p.add_argument("--image-max-side", type=int, default=None)
-    p.add_argument("--image-transport", choices=["data_url", "file"], default=None)
-    p.add_argument("--media-dir", default=None, help="directory for file:// images (--image-transport file)")
+    p.add_argument("--media-dir", default=None,
+                   help="send screenshots as file:// URLs from this directory (JudgeConfig.image_media_dir; "
+                        "--engine starts vLLM with --allowed-local-media-path on it)")
     p.add_argument("--engine", action="store_true", help="a real vLLM judge (CPU demo judge unless --judge-url)")
     p.add_argument("--judge-url", default=None)
     p.add_argument("--model", default="judge")
