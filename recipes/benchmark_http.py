@@ -83,7 +83,7 @@ def start_engine(media_dir: str | None):
     venv = ensure_judge_env(default_judge_venv(), quiet=True)
     model = ensure_tiny_model(venv, cache_dir() / "tiny-qwen2vl")
     cfg = ServeConfig(preset=get_preset("cpu-tiny"), model=str(model), venv=str(venv), port=free_port(),
-                      api_key_env=DEMO_KEY_ENV, media_dir=media_dir)
+                      api_key_env=DEMO_KEY_ENV, **({"media_dir": media_dir} if media_dir else {}))
     os.environ[DEMO_KEY_ENV] = secrets.token_urlsafe(16)
     log = cache_dir() / "benchmark-judge.log"
     proc = start_server(build_command(cfg), log=log)

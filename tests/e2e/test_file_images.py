@@ -54,6 +54,6 @@ async def test_file_urls_reach_the_engine_and_stay_inside_the_media_dir(engine, 
         assert result.usage.calls > 0
         assert not [d for d in result.degraded if "image" in str(d).lower()]
         names = {p.name for p in engine.media_dir.iterdir()}
-        assert {f"{s.sha256}.png" for s in traj.screenshots} <= names  # small PNGs: sent as they are
+        assert {f"{judge.encoder.encode(s).sha256}.png" for s in traj.screenshots} <= names
     finally:
         await judge.aclose()
