@@ -122,6 +122,7 @@ class Figures:
     payload_bytes: int
     prefix_share: float
     client_cpu_s: float = 0.0  # CPU time of the client process during the run (all threads)
+    loop_lag_s: float = 0.0  # worst event-loop blocking seen by a 10 ms timer
 
     @property
     def ideal_s(self) -> float:
@@ -143,10 +144,11 @@ class Figures:
 
 
 def summarise(*, screenshots: int, calls: int, rounds: int, wall_s: float, latency_s: float,
-              requests: Sequence[Request], client_cpu_s: float = 0.0) -> Figures:
+              requests: Sequence[Request], client_cpu_s: float = 0.0, loop_lag_s: float = 0.0) -> Figures:
     return Figures(screenshots=screenshots, calls=calls, rounds=rounds, waves=critical_path(requests),
                    wall_s=wall_s, latency_s=latency_s, payload_bytes=sum(r.payload_bytes for r in requests),
-                   prefix_share=prefix_repeat_share([r.text for r in requests]), client_cpu_s=client_cpu_s)
+                   prefix_share=prefix_repeat_share([r.text for r in requests]), client_cpu_s=client_cpu_s,
+                   loop_lag_s=loop_lag_s)
 
 
 _METRIC = re.compile(r"^(vllm:prefix_cache_(?:hits|queries)_total)(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.MULTILINE)
@@ -172,11 +174,12 @@ def hit_rate(before: tuple[float, float], after: tuple[float, float]) -> float |
 def table(rows: Sequence[Figures]) -> str:
     """The printed table (one row per M)."""
     head = (f"{'M':>4} {'calls':>5} {'rounds':>6} {'waves':>5} {'wall s':>7} {'ideal s':>7} "
-            f"{'wall/ideal':>10} {'overhead':>8} {'cpu s':>6} {'MB sent':>8} {'prefix rep.':>11}")
+            f"{'wall/ideal':>10} {'overhead':>8} {'cpu s':>6} {'lag ms':>6} {'MB sent':>8} {'prefix rep.':>11}")
     lines = [head]
     for f in rows:
         ratio = f"x{f.wall_s / f.ideal_s:.2f}" if f.ideal_s else "-"
         lines.append(f"{f.screenshots:>4} {f.calls:>5} {f.rounds:>6} {f.waves:>5} {f.wall_s:>7.2f} "
                      f"{f.ideal_s:>7.2f} {ratio:>10} {f.overhead_share:>8.0%} {f.client_cpu_s:>6.2f} "
+                     f"{f.loop_lag_s * 1000:>6.0f} "
                      f"{f.payload_bytes / 1e6:>8.1f} {f.prefix_share:>11.0%}")
     return "\n".join(lines)

@@ -84,6 +84,21 @@ class ClientLog:
         pool.send = recorded  # type: ignore[method-assign]
 
 
+@dataclass
+class LoopLag:
+    """Worst lateness of a 10 ms timer on the client's event loop: how long the loop was blocked
+    (image work must run in worker threads, never on the loop)."""
+
+    period_s: float = 0.01
+    worst: float = 0.0
+
+    async def run(self) -> None:
+        while True:
+            t = time.perf_counter()
+            await asyncio.sleep(self.period_s)
+            self.worst = max(self.worst, time.perf_counter() - t - self.period_s)
+
+
 def read_counters(base_url: str) -> tuple[float, float]:
     with urllib.request.urlopen(base_url.removesuffix("/v1") + "/metrics", timeout=30) as resp:
         return prefix_cache_counters(resp.read().decode())
@@ -98,16 +113,19 @@ async def measure(trajectories: list[Trajectory], config: JudgeConfig, *, latenc
     if client_log is not None:
         client_log.attach(judge)
     cache = StageCache()
+    lag = LoopLag()
+    ticker = asyncio.create_task(lag.run())
     try:
         t0, cpu0 = time.perf_counter(), time.process_time()
         results = await asyncio.gather(*(verify(t, verifier or VerifierConfig(), judge=judge, cache=cache)
                                          for t in trajectories))
         wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     finally:
+        ticker.cancel()
         await judge.aclose()
     return summarise(screenshots=len(trajectories[0].screenshots), calls=sum(r.usage.calls for r in results),
                      rounds=max(r.usage.rounds for r in results), wall_s=wall, latency_s=latency_s,
-                     requests=requests(), client_cpu_s=cpu)
+                     requests=requests(), client_cpu_s=cpu, loop_lag_s=lag.worst)
 
 
 def engine_hit_rate(base_url: str, run: Callable[[], Any]) -> tuple[Any, float | None]:
