@@ -177,10 +177,11 @@ def table(rows: Sequence[Figures]) -> str:
     head = (f"{'M':>4} {'calls':>5} {'rounds':>6} {'waves':>5} {'wall s':>7} {'ideal s':>7} "
             f"{'wall/ideal':>10} {'overhead':>8} {'cpu s':>6} {'lag ms':>6} {'MB sent':>8} {'prefix rep.':>11}")
     lines = [head]
-    for f in rows:
+    for f in rows:  # a real engine has no fixed latency: no ideal time, no overhead share
         ratio = f"x{f.wall_s / f.ideal_s:.2f}" if f.ideal_s else "-"
+        ideal, overhead = (f"{f.ideal_s:.2f}", f"{f.overhead_share:.0%}") if f.latency_s else ("-", "-")
         lines.append(f"{f.screenshots:>4} {f.calls:>5} {f.rounds:>6} {f.waves:>5} {f.wall_s:>7.2f} "
-                     f"{f.ideal_s:>7.2f} {ratio:>10} {f.overhead_share:>8.0%} {f.client_cpu_s:>6.2f} "
+                     f"{ideal:>7} {ratio:>10} {overhead:>8} {f.client_cpu_s:>6.2f} "
                      f"{f.loop_lag_s * 1000:>6.0f} "
                      f"{f.payload_bytes / 1e6:>8.1f} {f.prefix_share:>11.0%}")
     return "\n".join(lines)
