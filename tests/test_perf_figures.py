@@ -7,6 +7,7 @@ import os
 
 from verifier.judge.config import JudgeConfig
 from verifier.perf.figures import (
+    OVERLAP_EPS_S,
     Figures,
     Request,
     critical_path,
@@ -84,7 +85,7 @@ def test_tagged_copies_are_distinct_bytes_with_the_same_pixels():
     assert len(traj.distinct_screenshots()) == 6  # every fourth repeats the previous one
 
 
-def brute_force_waves(reqs: list[Request], eps: float = 0.02) -> int:
+def brute_force_waves(reqs: list[Request], eps: float = OVERLAP_EPS_S) -> int:
     depth: dict[int, int] = {}
     for i in sorted(range(len(reqs)), key=lambda i: reqs[i].end):
         depth[i] = 1 + max((depth[j] for j in depth if reqs[j].end <= reqs[i].start - eps), default=0)

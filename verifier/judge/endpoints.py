@@ -183,8 +183,8 @@ class EndpointPool:
                 start = time.monotonic()
                 try:
                     # The SDK's `chat.completions.create` walks the whole body (messages with
-                    # base64 images, the JSON schema) through its type transforms: ~8 ms of
-                    # client CPU per call. Our body is already plain JSON: post it as it is.
+                    # base64 images, the JSON schema) through its type transforms: several ms
+                    # of client CPU per call. Our body is already plain JSON: post it as it is.
                     body = {k: v for k, v in request.items() if k != "timeout"}
                     return await endpoint.client.post("/chat/completions", body=body, cast_to=ChatCompletion,
                                                       options={"timeout": request.get("timeout")})
