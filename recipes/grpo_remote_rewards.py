@@ -1,6 +1,6 @@
 """TRL GRPO on several ranks, all rewards from one cua-verifier reward service.
 
-    cua-verifier serve-reward --judge-url http://127.0.0.1:8000/v1 --model judge &   # prints its URL
+    cua-verifier serve-reward --judge-url http://127.0.0.1:8010/v1 --model judge &   # prints its URL
     CUA_REWARD_URL=http://127.0.0.1:8012 accelerate launch --num_processes 8 recipes/grpo_remote_rewards.py MODEL
 
 Every rank sends its slice of each group to the service, whose single stage cache writes one rubric

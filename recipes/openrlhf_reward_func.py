@@ -2,7 +2,7 @@
 
 Start the service next to the judge (one for all trainer nodes), then point OpenRLHF at this file::
 
-    cua-verifier serve-reward --host 0.0.0.0 --judge-url http://judge:8000/v1 --model judge  # key in $CUA_REWARD_API_KEY
+    cua-verifier serve-reward --host 0.0.0.0 --judge-url http://judge:8010/v1 --model judge  # key in $CUA_REWARD_API_KEY
     export CUA_REWARD_URL=http://reward-host:8012 CUA_REWARD_API_KEY=...
     python -m openrlhf.cli.train_ppo_ray ... --remote_rm_url recipes/openrlhf_reward_func.py --label_key task
 

@@ -1,6 +1,6 @@
 """verl: `compute_score` from the cua-verifier reward service.
 
-    cua-verifier serve-reward --judge-url http://judge:8000/v1 --model judge
+    cua-verifier serve-reward --judge-url http://judge:8010/v1 --model judge
     export CUA_REWARD_URL=http://127.0.0.1:8012 CUA_VERL_REWARD=combined
     python -m verl.trainer.main_ppo ... \\
         custom_reward_function.path=recipes/verl_compute_score.py custom_reward_function.name=compute_score

@@ -163,7 +163,7 @@ class EchoJudgeServer:
         host = host.decode() if isinstance(host, bytes) else host
         return f"http://{host}:{self.httpd.server_port}/v1"
 
-    def start(self) -> EchoJudgeServer:
+    def start(self) -> Self:
         self._thread.start()
         return self
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from verifier.errors import ConfigError, JudgeUnavailableError
 
-from .command import ServeConfig, build_command
+from .command import DEFAULT_PORT, ServeConfig, build_command
 from .demo import DEMO_WARNING, cache_dir, default_judge_venv
 from .launcher import ensure_api_key, start_server, stop_server, wait_for_health
 from .presets import DEFAULT_GPU_PRESET, PRESETS, get_preset
@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "or ~/.cache/cua-verifier/judge-venv, if it exists; else vllm from PATH)")
     p.add_argument("--device", choices=["gpu", "cpu"], help="override the preset's device")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=int, default=DEFAULT_PORT)
     p.add_argument("--served-model-name", default="judge")
     p.add_argument("--api-key-env", default="CUA_JUDGE_API_KEY",
                    help="env var holding the API key (generated for this run if unset)")
@@ -52,6 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-pixels", type=int, help="largest image after the processor's resize")
     p.add_argument("--gpu-memory-utilization", type=float)
     p.add_argument("--structured-outputs-backend", choices=["guidance", "xgrammar"], default="guidance")
+    p.add_argument("--media-dir", help="let clients on this host send screenshots as file:// URLs from this "
+                   "directory (vLLM --allowed-local-media-path; set JudgeConfig.image_media_dir to it)")
     p.add_argument("--dry-run", action="store_true", help="print the exact command and exit")
     p.add_argument("--list-presets", action="store_true", help="list presets with expected GPU memory")
     p.add_argument("--demo", action="store_true",
@@ -92,7 +94,8 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
                        tensor_parallel_size=args.tp, data_parallel_size=args.dp,
                        max_model_len=args.max_model_len, max_images=args.max_images,
                        max_pixels=args.max_pixels, gpu_memory_utilization=args.gpu_memory_utilization,
-                       structured_outputs_backend=args.structured_outputs_backend, extra_args=extra)
+                       structured_outputs_backend=args.structured_outputs_backend, media_dir=args.media_dir,
+                       extra_args=extra)
 
 
 def write_env_file(cfg: ServeConfig, key_env: str, key: str, path: Path | None = None) -> Path:

@@ -27,6 +27,8 @@ from .presets import JudgePreset
 CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 STRUCTURED_OUTPUTS = {"backend": "guidance", "disable_any_whitespace": True}
 BASE_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+#: Not vLLM's 8000: `trl vllm-serve` and GRPOConfig.vllm_server_port take that one for the policy.
+DEFAULT_PORT = 8010
 SERVER_KEY_ENV = "VLLM_API_KEY"  # vLLM's API server reads its key from here when --api-key is absent
 #: vLLM flags `serve-judge` sets itself. Passed again after `--` they would win in vLLM (last one
 #: counts) and bypass the loopback/key guard or point the printed URL at the wrong server.
@@ -42,7 +44,7 @@ class ServeConfig(BaseModel):
     model: str | None = None  # overrides preset.model
     venv: str | None = Field(default=None, description="judge venv; None = take vllm/python from PATH")
     host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=1, le=65535)
+    port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
     served_model_name: str = "judge"
     api_key_env: str | None = "CUA_JUDGE_API_KEY"  # None: no key (refused off loopback)
     device: Literal["gpu", "cpu"] | None = None  # None: the preset's
@@ -53,6 +55,7 @@ class ServeConfig(BaseModel):
     max_pixels: int | None = Field(default=None, ge=1)
     gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)
     structured_outputs_backend: Literal["guidance", "xgrammar"] = "guidance"
+    media_dir: str | None = None  # --allowed-local-media-path: clients on this host send file:// images
     extra_args: list[str] = Field(default_factory=list)
 
     @field_validator("api_key_env")
@@ -171,6 +174,8 @@ def build_command(cfg: ServeConfig) -> LaunchCommand:
         argv.append("--enforce-eager")
     if p.mm_encoder_tp_mode and (cfg.tensor_parallel_size or p.tensor_parallel_size) > 1:
         argv += ["--mm-encoder-tp-mode", p.mm_encoder_tp_mode]
+    if cfg.media_dir:
+        argv += ["--allowed-local-media-path", str(Path(cfg.media_dir).expanduser().resolve())]
     argv += list(p.extra_args) + cfg.extra_args
     # No key configured: a stray VLLM_API_KEY in the caller's shell must not switch auth on.
     secret = {SERVER_KEY_ENV: cfg.api_key_env} if cfg.api_key_env else {}

@@ -1,10 +1,17 @@
-"""`InProcessJudge`: the `Judge` protocol on vLLM's Python engine (`vllm.LLM.chat`), no HTTP.
+"""`InProcessJudge`: the `Judge` protocol on vLLM's async engine (`AsyncLLM`), no HTTP.
 
-For offline scoring on a GPU node where starting a server is overhead: the verifier's stages call
-`complete()` concurrently as usual; a worker thread gathers whatever requests are waiting and runs
-them as one `LLM.chat` batch, with the JSON schema enforced per request through
-``SamplingParams(structured_outputs=StructuredOutputsParams(json=schema))``. Replies are parsed and
+For offline scoring on a GPU node where starting a server is overhead. The engine lives on its own
+event-loop thread; every `complete()` (from any loop or thread) becomes one engine request as soon
+as it is made, so requests batch continuously exactly as in ``vllm serve`` (the earlier
+``LLM.chat`` design waited for a whole batch to finish before starting the next). Conversations
+are rendered with the engine's own chat renderer, the JSON schema is enforced per request through
+``SamplingParams(structured_outputs=StructuredOutputsParams(json=schema))``, the token budget is
+sized from the schema like the HTTP judge's (`reply_token_budget`), and replies are parsed and
 re-asked exactly like the HTTP backend's.
+
+Screenshots are handed over as decoded PIL images (``image_pil`` parts): nothing is encoded at
+all, a screenshot is decoded once per content hash (a small LRU), downscaled only when over the
+limits, and vLLM's ``uuid`` names those pixels (source hash + size) so its multimodal cache hits.
 
 vLLM is imported only when an `InProcessJudge` is built (an optional extra: the core never imports
 it); it must run in the judge environment (`serving/setup_judge_env.sh`). Like any vLLM offline
@@ -15,18 +22,21 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import os
-import queue
 import threading
 import time
+import uuid
+from collections import OrderedDict
 from typing import Any, TypeVar
 
+from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifier.errors import JudgeError, JudgeInvalidOutputError, JudgeTruncatedError, JudgeUnavailableError
 from verifier.judge.base import Message, Reply, Sampling, Usage
-from verifier.judge.images import ImageEncoder
-from verifier.judge.schema import ReplyParseError, json_schema_for, parse_reply
+from verifier.judge.images import target_size
+from verifier.judge.schema import ReplyParseError, json_schema_for, parse_reply, reply_token_budget
 from verifier.judge.wire import render_chat
+from verifier.trajectory import Screenshot
 
 from .command import STRUCTURED_OUTPUTS
 from .presets import JudgePreset, get_preset
@@ -45,16 +55,17 @@ class InProcessConfig(BaseModel):
     tensor_parallel_size: int | None = Field(default=None, ge=1)
     max_model_len: int | None = Field(default=None, ge=256)
     gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)
-    image_max_side: int | None = Field(default=1280, ge=16)
+    image_max_side: int | None = Field(default=None, ge=16)
     image_max_pixels: int | None = Field(default=1_310_720, ge=256)
+    image_cache_size: int = Field(default=64, ge=0, description="decoded screenshots kept (LRU)")
     reask_retries: int = Field(default=2, ge=0, le=5)
-    max_batch: int = Field(default=64, ge=1, description="most conversations per LLM.chat call")
     sampling: Sampling = Field(default_factory=Sampling)
-    llm_kwargs: dict[str, Any] = Field(default_factory=dict, description="passed to vllm.LLM last")
+    max_tokens_cap: int = Field(default=8192, ge=1, description="as JudgeConfig.max_tokens_cap")
+    llm_kwargs: dict[str, Any] = Field(default_factory=dict, description="engine arguments, applied last")
 
 
 def llm_kwargs(cfg: InProcessConfig, preset: JudgePreset | None = None) -> dict[str, Any]:
-    """The `vllm.LLM(...)` arguments equivalent to `serve-judge`'s flags (pure; testable without vLLM)."""
+    """The engine arguments equivalent to `serve-judge`'s flags (pure; testable without vLLM)."""
     p = preset or get_preset(cfg.preset)
     model = cfg.model or p.model
     if not model:
@@ -73,70 +84,94 @@ def llm_kwargs(cfg: InProcessConfig, preset: JudgePreset | None = None) -> dict[
     return {**kwargs, **cfg.llm_kwargs}
 
 
-class _Job:
-    __slots__ = ("conversation", "future", "params")
+class AsyncEngine:
+    """`vllm.v1.engine.async_llm.AsyncLLM` on a private event-loop thread.
 
-    def __init__(self, conversation: list[dict], params: Any) -> None:
-        self.conversation, self.params, self.future = conversation, params, cf.Future()
+    AsyncLLM belongs to the loop it runs on, while judges are called from TRL's loop, from
+    ``asyncio.run`` in offline scoring, or from several loops at once: each call is handed to the
+    engine's loop with ``run_coroutine_threadsafe``.
+    """
+
+    def __init__(self, engine_kwargs: dict[str, Any]) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="inprocess-judge", daemon=True)
+        self._thread.start()
+        self.engine: Any = None
+        self.engine = self.submit(self._start(engine_kwargs)).result()
+
+    @staticmethod
+    async def _start(kwargs: dict[str, Any]) -> Any:
+        from vllm.config import StructuredOutputsConfig
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        kwargs = dict(kwargs)
+        if isinstance(kwargs.get("structured_outputs_config"), dict):
+            kwargs["structured_outputs_config"] = StructuredOutputsConfig(**kwargs["structured_outputs_config"])
+        return AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs))
+
+    def submit(self, coro: Any) -> cf.Future:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    @property
+    def alive(self) -> bool:
+        return self.engine is not None and self._thread.is_alive() and not self._loop.is_closed()
+
+    async def generate(self, conversation: list[dict[str, Any]], params: Any) -> Any:
+        """One chat request (runs on the engine's loop); the final `RequestOutput`."""
+        from vllm.renderers import ChatParams
+
+        renderer = self.engine.renderer
+        chat = ChatParams(chat_template_kwargs={"add_generation_prompt": True, "continue_final_message": False})
+        tok = renderer.default_chat_tok_params.with_kwargs(add_special_tokens=False)
+        _, prompts = await renderer.render_chat_async([conversation], chat, tok)
+        final = None
+        async for out in self.engine.generate(prompts[0], params, request_id=uuid.uuid4().hex):
+            final = out
+        return final
+
+    def close(self) -> None:
+        if not self.alive:
+            return
+        self._loop.call_soon_threadsafe(self.engine.shutdown)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(30)
+        # Dropped now, while the interpreter is whole: AsyncLLM.__del__ at interpreter exit would
+        # run its shutdown again after module globals are gone (a noisy TypeError).
+        self.engine = None
 
 
 class InProcessJudge:
-    """Implements `Judge` over one `vllm.LLM`; safe to call from several event loops and threads."""
+    """Implements `Judge` over one `AsyncLLM`; safe to call from several event loops and threads."""
 
-    def __init__(self, config: InProcessConfig, *, llm: Any = None) -> None:
+    def __init__(self, config: InProcessConfig, *, engine: AsyncEngine | None = None) -> None:
         self.config = config
         preset = get_preset(config.preset)
         for key, value in preset.env.items():  # e.g. the CPU KV-cache size; must precede engine start
             os.environ.setdefault(key, value)
-        from vllm import LLM, SamplingParams
+        from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
         self._SamplingParams, self._StructuredOutputsParams = SamplingParams, StructuredOutputsParams
-        self.llm = llm if llm is not None else LLM(**llm_kwargs(config, preset))
-        self.encoder = ImageEncoder(max_side=config.image_max_side, max_pixels=config.image_max_pixels)
-        self._jobs: queue.Queue[_Job | None] = queue.Queue()
-        self._worker = threading.Thread(target=self._run, name="inprocess-judge", daemon=True)
-        self._worker.start()
-        self.batches: list[int] = []  # sizes of the LLM.chat batches run (for tests and tuning)
+        self.engine = engine if engine is not None else AsyncEngine(llm_kwargs(config, preset))
+        self.generations = 0  # engine requests made (for tests and tuning)
+        self.decodes = 0  # screenshots decoded
+        self._images: OrderedDict[str, tuple[Image.Image, str]] = OrderedDict()
+        self._images_lock = threading.Lock()
+        self._decoding: dict[str, threading.Lock] = {}
 
     async def aclose(self) -> None:
-        self._jobs.put(None)
-        await asyncio.to_thread(self._worker.join, 30)
-
-    # ---- worker thread: drain the queue, one LLM.chat per batch -------------------------------
-    def _run(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            batch = [job]
-            while len(batch) < self.config.max_batch:
-                try:
-                    nxt = self._jobs.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    self._jobs.put(None)
-                    break
-                batch.append(nxt)
-            self.batches.append(len(batch))
-            try:
-                outs = self.llm.chat([j.conversation for j in batch], [j.params for j in batch], use_tqdm=False)
-            except Exception as exc:  # noqa: BLE001 - handed to every waiting caller
-                for j in batch:
-                    j.future.set_exception(exc)
-                continue
-            for j, out in zip(batch, outs):
-                j.future.set_result(out)
+        await asyncio.to_thread(self.engine.close)
 
     # ---- the Judge protocol --------------------------------------------------------------------
     async def complete(self, messages: list[Message], output_model: type[T], *, stage: str,
                        sampling: Sampling | None = None) -> Reply[T]:
         sampling = sampling or self.config.sampling
         schema = json_schema_for(output_model)
+        budget = reply_token_budget(schema, floor=sampling.max_tokens, cap=self.config.max_tokens_cap)
         conversation = await asyncio.to_thread(self._render, messages)
         params = self._SamplingParams(
-            temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
+            temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=budget,
             seed=sampling.seed, structured_outputs=self._StructuredOutputsParams(json=schema))
         usage, followup, truncated_before = Usage(), [], False
         rounds = self.config.reask_retries + 1
@@ -150,7 +185,7 @@ class InProcessJudge:
             raw = completion.text
             if completion.finish_reason == "length":
                 if truncated_before or round_no == rounds:
-                    raise JudgeTruncatedError(f"reply truncated at max_tokens={sampling.max_tokens}",
+                    raise JudgeTruncatedError(f"reply truncated at max_tokens={budget}",
                                               stage=stage, last_reply=raw, usage=usage)
                 truncated_before, followup = True, [{"role": "user", "content": TRUNCATION_NOTE}]
                 continue
@@ -166,18 +201,45 @@ class InProcessJudge:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _generate(self, conversation: list[dict], params: Any, stage: str, usage: Usage) -> Any:
-        if not self._worker.is_alive():
+        if not self.engine.alive:
             raise JudgeUnavailableError("in-process judge is closed", stage=stage, usage=usage)
-        job = _Job(conversation, params)
-        self._jobs.put(job)
+        self.generations += 1
         try:
-            return await asyncio.wrap_future(job.future)
+            return await asyncio.wrap_future(self.engine.submit(self.engine.generate(conversation, params)))
         except ValueError as exc:  # vLLM's request validation (prompt too long, too many images)
             raise JudgeError(f"request rejected by the engine: {exc}", stage=stage, usage=usage) from exc
-        except Exception as exc:  # engine died or failed mid-batch
+        except Exception as exc:  # engine died or failed mid-request
             raise JudgeUnavailableError(f"in-process engine failed: {type(exc).__name__}: {exc}",
                                         stage=stage, usage=usage) from exc
 
     def _render(self, messages: list[Message]) -> list[dict[str, Any]]:
-        """Protocol messages -> OpenAI-format chat messages, images as data URLs (as over HTTP)."""
-        return render_chat(messages, self.encoder)
+        """Protocol messages -> OpenAI-format chat messages, images as PIL ``image_pil`` parts."""
+        return render_chat(messages, image=self._pil_part)
+
+    def _pil_part(self, shot: Screenshot) -> dict[str, Any]:
+        """The decoded screenshot (downscaled only over the limits), decoded once per content hash."""
+        key = shot.sha256
+        with self._images_lock:
+            key_lock = self._decoding.setdefault(key, threading.Lock())
+        with key_lock:  # single flight: calls sharing a screenshot decode it once
+            with self._images_lock:
+                hit = self._images.get(key)
+                if hit is not None:
+                    self._images.move_to_end(key)
+            if hit is None:
+                hit = self._decode(shot, key)
+        return {"type": "image_pil", "image_pil": hit[0], "uuid": hit[1]}
+
+    def _decode(self, shot: Screenshot, key: str) -> tuple[Image.Image, str]:
+        img = shot.image()
+        size = target_size(img.width, img.height, self.config.image_max_side, self.config.image_max_pixels)
+        if size != img.size:
+            img = img.resize(size, Image.Resampling.LANCZOS)
+        hit = (img, f"{key}:{size[0]}x{size[1]}")
+        with self._images_lock:
+            self.decodes += 1
+            self._images[key] = hit
+            while len(self._images) > self.config.image_cache_size:
+                self._images.popitem(last=False)
+            self._decoding.pop(key, None)
+        return hit

@@ -65,6 +65,11 @@ class Engine:
         assert self.config is not None
         return self.config.served_model_name
 
+    @property
+    def media_dir(self) -> Path:
+        """Where clients may put file:// screenshots (the server's --allowed-local-media-path)."""
+        return self.log_path.parent / "media"
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None and probe_health(self.config.health_url)
 
@@ -73,8 +78,9 @@ class Engine:
             return self
         if self.proc is not None:
             stop_server(self.proc, grace_s=2)
+        self.media_dir.mkdir(parents=True, exist_ok=True)
         self.config = ServeConfig(preset=get_preset("cpu-tiny"), model=str(self.model_dir), venv=str(self.venv),
-                                  port=_free_port(), api_key_env=API_KEY_ENV)
+                                  port=_free_port(), api_key_env=API_KEY_ENV, media_dir=str(self.media_dir))
         cmd = build_command(self.config)
         environ = {**os.environ, API_KEY_ENV: self.api_key}
         self.proc = start_server(cmd, environ=environ, log=self.log_path)

@@ -50,7 +50,7 @@ async def run(model_dir: str) -> dict:
     return {"parsed": [r.parsed.model_dump() for r in replies],
             "prompt_tokens": [r.usage.prompt_tokens for r in replies],
             "completion_tokens": [r.usage.completion_tokens for r in replies],
-            "batches": judge.batches, "models": [r.model for r in replies]}
+            "generations": judge.generations, "decodes": judge.decodes, "models": [r.model for r in replies]}
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The in-process backend (`vllm.LLM.chat`): its engine arguments (fast) and a real run (engine tier).
+"""The in-process backend (vLLM's `AsyncLLM`): its engine arguments (fast) and a real run (engine tier).
 
 The real run happens in the judge venv (the project venv has no vLLM), through
 `inprocess_smoke.py`: three concurrent calls, with 0, 1 and 3 screenshots, on the tiny model.
@@ -49,4 +49,5 @@ def test_inprocess_judge_on_the_tiny_model(judge_venv, tiny_model):
     no_image, one, three = result["prompt_tokens"]
     assert no_image < one < three  # the screenshots reached the engine
     assert all(c > 0 for c in result["completion_tokens"])
-    assert sum(result["batches"]) == 3  # one generation per call: no re-asks were needed
+    assert result["generations"] == 3  # one engine request per call: no re-asks were needed
+    assert result["decodes"] == 3  # the screenshot shown twice was decoded once

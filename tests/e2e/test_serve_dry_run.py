@@ -54,7 +54,7 @@ def test_dry_run_prints_the_presets_command(name, capsys, monkeypatch):
         assert float(_flag(argv, "--gpu-memory-utilization")) == preset.gpu_memory_utilization
     assert env["VLLM_NO_USAGE_STATS"] == "1"
     assert _flag(argv, "--host") == "127.0.0.1"
-    assert _flag(argv, "--port") == "8000"
+    assert _flag(argv, "--port") == "8010"  # not 8000: trl vllm-serve's port
     assert _flag(argv, "--served-model-name") == "judge"
     assert int(_flag(argv, "--max-model-len")) == preset.max_model_len
     assert json.loads(_flag(argv, "--limit-mm-per-prompt")) == {"image": preset.max_images, "video": 0}

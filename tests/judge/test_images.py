@@ -1,8 +1,12 @@
-"""Downscaling math and the once-per-content-hash encoder."""
+"""Downscaling math, the once-per-content-hash encoder, pass-through, file references and uuids."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
+from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import pytest
 from PIL import Image
@@ -56,7 +60,7 @@ def test_lru_evicts_oldest():
     enc = ImageEncoder(max_side=64, cache_size=1)
     a, b = Screenshot.from_bytes(png(10, 10), step=1), Screenshot.from_bytes(png(11, 11), step=1)
     enc.encode(a), enc.encode(b), enc.encode(a)
-    assert enc.encodes == 3
+    assert enc.prepared == 3 and enc.encodes == 0  # small PNGs: prepared, never re-encoded
 
 
 def test_small_png_is_sent_as_original_bytes_and_jpeg_converts():
@@ -88,3 +92,70 @@ def test_concurrent_encodes_of_one_screenshot_run_once():
     with ThreadPoolExecutor(max_workers=16) as pool:
         urls = {r.data_url for r in pool.map(enc.encode, shots)}
     assert len(urls) == 1 and enc.encodes == 1
+
+
+def jpeg_bytes(w: int, h: int) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (w, h), (10, 120, 200)).save(buf, format="JPEG", quality=90)
+    return buf.getvalue()
+
+
+def payload(url: str) -> bytes:
+    return base64.b64decode(url.split(",", 1)[1])
+
+
+def test_within_limits_is_sent_as_is_without_decoding_pixels(monkeypatch):
+    """A screenshot within the limits is never decoded: only its header is read."""
+    def no_decode(self, **kw):
+        raise AssertionError("pixels decoded for a screenshot within the limits")
+
+    monkeypatch.setattr(Screenshot, "image", no_decode)
+    raw_png, raw_jpeg = png(1440, 900), jpeg_bytes(640, 400)
+    enc = ImageEncoder(max_side=None, max_pixels=1_310_720, fmt="png")
+    a = enc.encode(Screenshot.from_bytes(raw_png, step=1))
+    b = enc.encode(Screenshot.from_bytes(raw_jpeg, step=2))  # JPEG stays JPEG although fmt is png
+    assert payload(a.url) == raw_png and a.url.startswith("data:image/png;base64,")
+    assert payload(b.url) == raw_jpeg and b.url.startswith("data:image/jpeg;base64,")
+    assert a.passed_through and b.passed_through and enc.encodes == 0 and enc.prepared == 2
+    assert (a.width, a.height) == (1440, 900)
+
+
+def test_uuid_is_the_hash_of_the_bytes_sent():
+    """vLLM caches processed images by uuid: it must name what was sent, not the source."""
+    raw = png(2000, 1000)
+    small = ImageEncoder(max_side=500).encode(Screenshot.from_bytes(raw, step=1))
+    large = ImageEncoder(max_side=1000).encode(Screenshot.from_bytes(raw, step=1))
+    for image in (small, large):
+        assert image.sha256 == hashlib.sha256(payload(image.url)).hexdigest()
+        assert image.source_sha256 == hashlib.sha256(raw).hexdigest()
+    assert small.sha256 != large.sha256  # two settings, two server cache entries
+    kept = ImageEncoder(max_side=None).encode(Screenshot.from_bytes(raw, step=1))
+    assert kept.passed_through and kept.sha256 == kept.source_sha256
+
+
+def test_render_chat_sends_the_uuid_of_the_bytes_in_the_url():
+    from verifier.judge.base import ImagePart, Message
+    from verifier.judge.wire import render_chat
+
+    shot = Screenshot.from_bytes(png(1600, 1000), step=1)
+    msgs = render_chat([Message.user("look", ImagePart(screenshot=shot, label="Screenshot 1"))],
+                       ImageEncoder(max_side=800), image_uuid=True)
+    item = msgs[0]["content"][2]
+    assert item["type"] == "image_url"
+    assert item["uuid"] == hashlib.sha256(payload(item["image_url"]["url"])).hexdigest() != shot.sha256
+
+
+def test_media_dir_sends_file_urls_written_once(tmp_path):
+    raw = png(300, 200)
+    enc = ImageEncoder(max_side=None, media_dir=tmp_path / "media")
+    image = enc.encode(Screenshot.from_bytes(raw, step=1))
+    assert image.url.startswith("file://")
+    path = Path(url2pathname(urlsplit(image.url).path))
+    assert path.parent == (tmp_path / "media").resolve() and path.read_bytes() == raw
+    assert path.name == f"{image.sha256}.png"
+    again = ImageEncoder(max_side=None, media_dir=tmp_path / "media").encode(Screenshot.from_bytes(raw, step=4))
+    assert again.url == image.url and sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    resized = ImageEncoder(max_side=100, fmt="jpeg", media_dir=tmp_path / "media").encode(
+        Screenshot.from_bytes(raw, step=1))
+    assert resized.url.endswith(".jpg")
+    assert Image.open(Path(url2pathname(urlsplit(resized.url).path))).size == (100, 66)

@@ -41,8 +41,9 @@ class Confidence(BaseModel):
 
 def test_float_properties_get_multiple_of_and_count_as_bounded():
     schema = json_schema_for(Confidence)
-    assert schema["properties"]["p"]["multipleOf"] == 0.01
-    assert schema["properties"]["coarse"]["multipleOf"] == 0.5  # the field's own step wins
+    # the step (0.01, or the field's own) over the range, emitted as an enum every backend reads
+    assert schema["properties"]["p"]["enum"] == [k / 100 for k in range(101)]
+    assert schema["properties"]["coarse"]["enum"] == [k / 2 for k in range(-10, 11)]
     assert unbounded_paths(schema) == []
     assert Confidence.model_validate({"p": 0.123, "coarse": 1.5}).p == 0.123  # parsing is unchanged
     assert worst_case_chars(schema) == len('{"p":' + "1.00" + ',"coarse":' + "-5.0" + "}")
@@ -64,7 +65,7 @@ async def test_max_tokens_sent_for_a_small_and_a_large_model(server):
     judge = make_judge(fast_config(server.url))  # sampling.max_tokens 2048, cap 8192
     await judge.complete(MSGS, Small, stage="s")
     await judge.complete(MSGS, Large, stage="s")
-    small, large = (b["max_tokens"] for b in server.bodies)
+    small, large = (b["max_completion_tokens"] for b in server.bodies)
     assert small == 2048
     assert large == reply_token_budget(json_schema_for(Large), floor=2048, cap=8192) and large > 6000
     await judge.aclose()
@@ -95,7 +96,7 @@ async def test_context_overflow_400_is_retried_once_with_the_fitting_max_tokens(
     judge = make_judge(fast_config(server.url))
     reply = await judge.complete(MSGS, Large, stage="evidence")
     assert reply.parsed.items == []
-    sent = [b["max_tokens"] for b in server.bodies]
+    sent = [b["max_completion_tokens"] for b in server.bodies]
     assert sent[0] > 4096 and sent[1:] == [3096, 3096]  # the re-ask keeps the reduced value
     await judge.aclose()
 

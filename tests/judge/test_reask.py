@@ -110,7 +110,8 @@ async def test_request_carries_strict_json_schema_and_explicit_sampling(server):
         "name": "Score", "schema": json_schema_for(Score), "strict": True}}
     assert not [k for k in body if k.startswith("guided")]
     assert "structured_outputs" not in body
-    assert (body["model"], body["temperature"], body["max_tokens"], body["seed"]) == ("judge", 0.3, 77, 5)
+    assert (body["model"], body["temperature"], body["max_completion_tokens"], body["seed"]) == ("judge", 0.3, 77, 5)
+    assert "max_tokens" not in body  # deprecated in vLLM; max_completion_tokens is read first
     assert body["messages"][0] == {"role": "system", "content": "Grade it."}
     await judge.aclose()
 

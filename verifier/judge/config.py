@@ -7,7 +7,7 @@ result's `config` block.
 
 Example::
 
-    cfg = JudgeConfig(base_urls=["http://127.0.0.1:8000/v1"], model="judge")
+    cfg = JudgeConfig(base_urls=["http://127.0.0.1:8010/v1"], model="judge")
     cfg = JudgeConfig.from_env(max_concurrency=4)   # CUA_JUDGE_URL / CUA_JUDGE_MODEL / CUA_JUDGE_API_KEY
 """
 from __future__ import annotations
@@ -32,15 +32,19 @@ class JudgeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
     base_urls: list[str] = Field(min_length=1)
-    """OpenAI-compatible base URLs (e.g. ``http://host:8000/v1``). Several URLs are replicas of one
+    """OpenAI-compatible base URLs (e.g. ``http://host:8010/v1``). Several URLs are replicas of one
     judge: load is spread across them and a refused connection fails over to another. A URL with
     no path gets ``/v1`` appended."""
     model: str = Field(min_length=1)
     """Model id sent in every request (the served model name, e.g. ``--served-model-name judge``)."""
     api_key_env: str = DEFAULT_API_KEY_ENV
     """Name of the environment variable holding the API key (unset: a placeholder key is sent)."""
-    max_concurrency: int = Field(default=8, ge=1, le=1024)
-    """Most requests in flight at once per endpoint (per event loop); the rest queue."""
+    max_concurrency: int = Field(default=128, ge=1, le=1024)
+    """Most requests in flight at once per endpoint (per event loop); the rest queue. vLLM batches
+    whatever is in flight, and one verification fans out one relevance call per distinct
+    screenshot (75 for a 100-step run): below that, the round splits into extra waves. Size it to
+    the server's ``--max-num-seqs`` (vLLM's default: 1024 on H100/H200, 256 on other GPUs) divided
+    by the client processes sharing the server; lower it for a rate-limited provider."""
     timeout_s: float = Field(default=120.0, gt=0)
     """Timeout of one HTTP request; a timeout is a transport failure and is retried."""
     transport_retries: int = Field(default=4, ge=0, le=10)
@@ -67,17 +71,24 @@ class JudgeConfig(BaseModel):
     """``json_schema``: constrained decoding via ``response_format`` (vLLM, OpenAI). ``json_object``:
     fallback for providers without it; the schema goes into the system prompt and the reply is
     validated (and re-asked) client-side."""
-    image_max_side: int | None = Field(default=1280, ge=16)
+    image_max_side: int | None = Field(default=None, ge=16)
     """Screenshots are downscaled so their longest side is at most this (None: no limit)."""
     image_max_pixels: int | None = Field(default=1_310_720, ge=256)
-    """...and so width*height is at most this (None: no limit). Both limits apply."""
+    """...and so width*height is at most this (None: no limit). Both limits apply. The default is
+    the largest preset's processor limit (Qwen3-VL: 1280 x 32 x 32): a 1440x900 capture is sent as
+    its original bytes, with no decode or re-encode (the server resizes for the model anyway)."""
     image_format: Literal["png", "jpeg"] = "png"
-    """Encoding of the data URLs sent to the judge (JPEG is ~5x smaller on photos, lossy on text)."""
+    """Encoding of screenshots that must be downscaled (JPEG: ~10x faster to encode and ~3x
+    smaller than PNG, lossy on text); screenshots within the limits are sent as they are."""
     jpeg_quality: int = Field(default=85, ge=1, le=95)
     """JPEG quality when ``image_format == "jpeg"``."""
     image_cache_size: int = Field(default=512, ge=0)
     """Encoded screenshots kept in memory (LRU, keyed by content hash): a GRPO group re-sends the
     same pages many times and each is encoded once."""
+    image_media_dir: str | None = None
+    """Send screenshots as ``file://`` URLs of files written once (content-addressed) into this
+    directory instead of base64 data URLs: for a vLLM judge on the same host started with
+    ``--allowed-local-media-path`` covering it (``serve-judge --media-dir``). None: data URLs."""
     image_uuid: bool = False
     """Add vLLM's per-item ``uuid`` (the content hash) to image parts so the server's media cache
     can hit across requests. Off by default: strict OpenAI endpoints reject unknown keys."""

@@ -1,45 +1,71 @@
-"""Screenshots -> downscaled data URLs, encoded once per content hash.
+"""Screenshots -> image references for the judge, with no image work that is not needed.
 
-A GRPO group of G rollouts of one task shares most pages, and the pipeline shows the same
-screenshot to several stages, so re-encoding per request would dominate client CPU. The encoder
-keeps an LRU of finished data URLs keyed by the screenshot's sha256 (its encoded bytes), under a
-thread lock because TRL calls reward functions from its own event-loop thread.
+Encoding dominates the client's CPU (a 1440x900 PNG costs ~0.1 s to decode, ~0.25 s to resize and
+~0.3 s to re-encode on a small CPU), so:
 
-Downscaling keeps the aspect ratio and applies both limits (longest side, total pixels): a
-1920x1080 page with ``max_side=1280`` becomes 1280x720. Images already within the limits and
-already in the target format are sent as their original bytes.
+- a screenshot already within the limits (longest side, total pixels) and in a format every
+  server reads (PNG, JPEG, WebP) is sent as its **original bytes**: its size is read from the
+  header, its pixels are never decoded;
+- only a screenshot over the limits is decoded, downscaled (aspect ratio kept) and re-encoded,
+  as PNG (fast zlib level) or JPEG (``fmt``);
+- each result is kept in an LRU keyed by the source's sha256, so a screenshot shown to several
+  stages, or to every rollout of a GRPO group, is prepared once per process (single flight under
+  a thread lock: TRL calls reward functions from its own event-loop thread);
+- the caller runs `encode` in a worker thread (the judge renders in ``asyncio.to_thread``).
+
+Transport: a ``data:`` URL (base64) by default; with ``media_dir`` the bytes are written once to a
+content-addressed file there and sent as a ``file://`` URL, for a vLLM server on the same host
+started with ``--allowed-local-media-path`` covering that directory (no base64, much smaller
+requests). vLLM's per-item ``uuid`` is `EncodedImage.sha256`, the hash of the bytes actually sent,
+so two clients with different image settings never share a server-side cache entry.
 
 Example::
 
     enc = ImageEncoder(max_side=1280, max_pixels=None)
-    url = enc.encode(screenshot).data_url   # "data:image/png;base64,..."
+    url = enc.encode(screenshot).url   # "data:image/png;base64,..." (or "file:///...")
 """
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import math
+import os
+import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from PIL import Image
 
-from ..trajectory import Screenshot
+from ..trajectory import Screenshot, sniff_mime
 
 _MIME = {"png": "image/png", "jpeg": "image/jpeg"}
-_PIL_FORMAT = {"png": "PNG", "jpeg": "JPEG"}
+_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
+#: Formats sent as they are when within the limits (every vLLM image loader reads them).
+PASS_THROUGH = frozenset(_EXT)
+#: zlib level of re-encoded PNGs: level 1 is about twice as fast as the default 6 and, on
+#: screenshots, within a few percent of its size.
+PNG_COMPRESS_LEVEL = 1
 
 
 @dataclass(frozen=True)
 class EncodedImage:
-    """A data URL ready to send, with what it shows (for tests and logs)."""
+    """An image reference ready to send, with what it shows (for tests and logs)."""
 
-    sha256: str  # hash of the *source* bytes: the cache / de-duplication key
-    data_url: str
+    sha256: str  # hash of the bytes sent: vLLM's per-item uuid
+    source_sha256: str  # hash of the screenshot's own bytes: the cache key
+    url: str  # data: URL, or file:// URL with a media directory
     width: int
     height: int
+    nbytes: int  # size of the image bytes sent (before base64)
+    passed_through: bool  # the original bytes, not re-encoded
+
+    @property
+    def data_url(self) -> str:  # the name before file URLs existed
+        return self.url
 
 
 def target_size(width: int, height: int, max_side: int | None, max_pixels: int | None) -> tuple[int, int]:
@@ -57,14 +83,19 @@ def target_size(width: int, height: int, max_side: int | None, max_pixels: int |
 
 
 class ImageEncoder:
-    """Thread-safe LRU of encoded screenshots; counts real encodes in `encodes`."""
+    """Thread-safe LRU of prepared screenshots; `encodes` counts real decode+re-encode work,
+    `prepared` every screenshot prepared (pass-through included)."""
 
     def __init__(self, *, max_side: int | None = 1280, max_pixels: int | None = None,
                  fmt: Literal["png", "jpeg"] = "png", jpeg_quality: int = 85,
-                 cache_size: int = 512) -> None:
+                 cache_size: int = 512, media_dir: str | Path | None = None) -> None:
         self.max_side, self.max_pixels = max_side, max_pixels
         self.fmt, self.jpeg_quality, self.cache_size = fmt, jpeg_quality, cache_size
+        self.media_dir = Path(media_dir).resolve() if media_dir else None
+        if self.media_dir is not None:
+            self.media_dir.mkdir(parents=True, exist_ok=True)
         self.encodes = 0
+        self.prepared = 0
         self._cache: OrderedDict[str, EncodedImage] = OrderedDict()
         self._lock = threading.Lock()
         self._pending: dict[str, threading.Lock] = {}
@@ -72,7 +103,7 @@ class ImageEncoder:
     @property
     def settings_key(self) -> str:
         """What the judge sees depends on these; part of the response-cache key."""
-        return f"{self.fmt}:{self.max_side}:{self.max_pixels}:{self.jpeg_quality}"
+        return f"v2:{self.fmt}:{self.max_side}:{self.max_pixels}:{self.jpeg_quality}"
 
     def cached(self, sha256: str) -> EncodedImage | None:
         with self._lock:
@@ -82,12 +113,12 @@ class ImageEncoder:
             return hit
 
     def encode(self, shot: Screenshot) -> EncodedImage:
-        """The data URL for `shot` (cached). Raises `ScreenshotError` on unreadable images."""
+        """The reference for `shot` (cached). Raises `ScreenshotError` on unreadable images."""
         key = shot.sha256
         hit = self.cached(key)
         if hit is not None:
             return hit
-        # single flight: concurrent calls fanning out over one screenshot encode it once
+        # single flight: concurrent calls fanning out over one screenshot prepare it once
         with self._lock:
             key_lock = self._pending.setdefault(key, threading.Lock())
         with key_lock:
@@ -101,7 +132,8 @@ class ImageEncoder:
                     self._pending.pop(key, None)
                 raise
             with self._lock:  # publish before un-registering, so no latecomer encodes again
-                self.encodes += 1
+                self.prepared += 1
+                self.encodes += not encoded.passed_through
                 if self.cache_size > 0:
                     self._cache[key] = encoded
                     self._cache.move_to_end(key)
@@ -110,26 +142,44 @@ class ImageEncoder:
                 self._pending.pop(key, None)
         return encoded
 
+    def within_limits(self, shot: Screenshot) -> bool:
+        """True when `shot` can be sent as its own bytes (header read only, no pixel decode)."""
+        w, h = shot.size()
+        return target_size(w, h, self.max_side, self.max_pixels) == (w, h) and \
+            sniff_mime(shot.bytes()) in PASS_THROUGH
+
     def _encode(self, shot: Screenshot, key: str) -> EncodedImage:
-        img = shot.image()
-        w, h = target_size(img.width, img.height, self.max_side, self.max_pixels)
-        source_format = (img.format or "").upper()
-        if (w, h) == img.size and source_format == _PIL_FORMAT[self.fmt]:
-            data = shot.bytes()
+        if self.within_limits(shot):
+            data, mime = shot.bytes(), sniff_mime(shot.bytes()) or "image/png"
+            (w, h), passed = shot.size(), True
         else:
+            img = shot.image()
+            w, h = target_size(img.width, img.height, self.max_side, self.max_pixels)
             out = img.resize((w, h), Image.Resampling.LANCZOS) if (w, h) != img.size else img
-            data = self._to_bytes(out)
-        url = f"data:{_MIME[self.fmt]};base64,{base64.b64encode(data).decode('ascii')}"
-        return EncodedImage(sha256=key, data_url=url, width=w, height=h)
+            data, mime, passed = self._to_bytes(out), _MIME[self.fmt], False
+        digest = hashlib.sha256(data).hexdigest() if not passed else key
+        return EncodedImage(sha256=digest, source_sha256=key, url=self._url(data, mime, digest),
+                            width=w, height=h, nbytes=len(data), passed_through=passed)
+
+    def _url(self, data: bytes, mime: str, digest: str) -> str:
+        if self.media_dir is None:
+            return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+        path = self.media_dir / f"{digest}.{_EXT[mime]}"
+        if not path.is_file():  # content-addressed: an existing file already holds these bytes
+            fd, tmp = tempfile.mkstemp(dir=self.media_dir, suffix=".part")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)  # atomic: a server never reads a half-written file
+        return path.as_uri()
 
     def _to_bytes(self, img: Image.Image) -> bytes:
         buf = io.BytesIO()
         if self.fmt == "jpeg":
             if img.mode != "RGB":
                 img = img.convert("RGB")
-            img.save(buf, format="JPEG", quality=self.jpeg_quality, optimize=True)
+            img.save(buf, format="JPEG", quality=self.jpeg_quality)
         else:
             if img.mode not in ("RGB", "RGBA", "L", "LA", "P"):
                 img = img.convert("RGBA" if "A" in img.getbands() else "RGB")
-            img.save(buf, format="PNG", optimize=False)
+            img.save(buf, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
         return buf.getvalue()

@@ -7,10 +7,14 @@ reply (as an assistant message) and the validation error (as a user message), as
 a truncated reply (``finish_reason == "length"``) is never parsed, only re-asked once with a note.
 Each re-ask sends the original messages plus only the latest failure, so prompts stay bounded.
 
-``max_tokens`` is sized per call from the output schema's worst-case reply (`reply_token_budget`),
-between the configured ``sampling.max_tokens`` and ``max_tokens_cap``. When vLLM answers 400
-because prompt + max_tokens exceeds the model's context, the request is sent once more with the
-``max_tokens`` that still fits (parsed from the error text); other 400s are not retried.
+The token budget is sized per call from the output schema's worst-case reply (`reply_token_budget`),
+between the configured ``sampling.max_tokens`` and ``max_tokens_cap``, and sent as
+``max_completion_tokens`` (vLLM reads it first; ``max_tokens`` is deprecated). vLLM >= 0.32 clamps
+the budget to the context left after the prompt (a reply cut by that limit comes back as
+``finish_reason == "length"`` and is re-asked as truncated) and answers 400 only when the prompt
+alone is too long, which no smaller budget fixes. Servers that answer 400 because prompt + budget
+exceeds the context get the request once more with the budget that still fits (parsed from the
+error text); other 400s are not retried.
 
 Structured output is requested through ``response_format`` (json_schema, strict) or, for providers
 without it, ``json_object`` with the schema in the system prompt. Never the removed ``guided_*``
@@ -18,7 +22,7 @@ fields: vLLM >= 0.12 ignores them silently.
 
 Example::
 
-    judge = OpenAICompatJudge(JudgeConfig(base_urls=["http://127.0.0.1:8000/v1"], model="judge"))
+    judge = OpenAICompatJudge(JudgeConfig(base_urls=["http://127.0.0.1:8010/v1"], model="judge"))
     reply = await judge.complete([Message.system("..."), Message.user("...")], Verdict, stage="outcome")
     reply.parsed, reply.usage.attempts, reply.model
 """
@@ -83,7 +87,7 @@ class OpenAICompatJudge:
         self.config = config
         self.encoder = ImageEncoder(max_side=config.image_max_side, max_pixels=config.image_max_pixels,
                                     fmt=config.image_format, jpeg_quality=config.jpeg_quality,
-                                    cache_size=config.image_cache_size)
+                                    cache_size=config.image_cache_size, media_dir=config.image_media_dir)
         self.cache = ResponseCache(config.cache_dir) if config.cache_dir else None
         self._pool = EndpointPool(config)
 
@@ -148,7 +152,7 @@ class OpenAICompatJudge:
                  schema: dict[str, Any], sampling: Sampling, max_tokens: int) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.config.model, "messages": messages, "temperature": sampling.temperature,
-            "top_p": sampling.top_p, "max_tokens": max_tokens, "timeout": self.config.timeout_s}
+            "top_p": sampling.top_p, "max_completion_tokens": max_tokens, "timeout": self.config.timeout_s}
         if sampling.seed is not None:
             request["seed"] = sampling.seed
         if self.config.structured_output == "json_schema":
@@ -170,7 +174,7 @@ class OpenAICompatJudge:
         for round_no in range(1, rounds + 1):
             request = self._request(rendered + followup, output_model, schema, sampling, max_tokens)
             response = await self._send(request, tally, stage, last_raw)
-            max_tokens = request["max_tokens"]  # lowered by a context-overflow retry: keep it
+            max_tokens = request["max_completion_tokens"]  # lowered by a context-overflow retry: keep it
             if response.usage is not None:
                 tally.prompt_tokens += response.usage.prompt_tokens or 0
                 tally.completion_tokens += response.usage.completion_tokens or 0
@@ -215,12 +219,12 @@ class OpenAICompatJudge:
         try:
             return await self._pool.send(request, tally, stage=stage)
         except openai.BadRequestError as exc:
-            fit = fitting_max_tokens(f"{exc} {getattr(exc, 'body', '')}", request["max_tokens"])
+            fit = fitting_max_tokens(f"{exc} {getattr(exc, 'body', '')}", request["max_completion_tokens"])
             if fit is None:
                 raise self._mapped(exc, tally, stage, last_raw) from exc
             log.warning("judge context too small for max_tokens=%d (stage=%s); retrying with %d",
-                        request["max_tokens"], stage, fit)
-            request["max_tokens"] = fit
+                        request["max_completion_tokens"], stage, fit)
+            request["max_completion_tokens"] = fit
         except (openai.APIError, MalformedReply, CircuitOpen, DeadlinePassed) as exc:
             raise self._mapped(exc, tally, stage, last_raw) from exc
         try:

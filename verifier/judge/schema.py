@@ -14,6 +14,16 @@ The output model is the single source of truth: it is both what constrains decod
   the value, not the digits. Every float property is sent with ``multipleOf`` (``FLOAT_STEP``, or
   the field's own ``multiple_of``), which vLLM's guidance backend turns into a bounded number of
   decimals. Only the emitted schema changes: pydantic still parses any float.
+- Every backend vLLM offers (``xgrammar``, ``guidance``, ``outlines``, ``lm-format-enforcer``)
+  must accept the schema: an explicitly chosen xgrammar has no fallback and rejects ``multipleOf``
+  and a string ``pattern`` beside ``minLength``/``maxLength``. `_portable` rewrites both into
+  equivalents every backend reads: a stepped number with a range becomes the ``enum`` of its
+  values (at most ``MAX_ENUM_VALUES``; beyond that the step is dropped and the field reported as
+  unbounded), and a length-bounded pattern of one repeated character class gets the bounds folded
+  into its quantifier (``^[a-z]+$`` with maxLength 40 -> ``^[a-z]{1,40}$``); any other
+  length-bounded pattern is dropped from the emitted schema (the output model still checks it, and
+  a violation is re-asked). `portability_problems` lists what a schema still has that some
+  backend rejects; tests run the real backends' validators on every output schema.
 - A schema with every field bounded has a worst-case reply length (`worst_case_chars`); the judge
   sizes ``max_tokens`` from it (`reply_token_budget`) so a judge that fills every field still closes
   its JSON, while small replies keep the configured floor.
@@ -27,7 +37,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -45,6 +57,11 @@ FLOAT_STEP = 0.01
 CHARS_PER_TOKEN = 3
 #: Tokens added to the worst-case estimate (whitespace between tokens, tokenizer variance).
 TOKEN_MARGIN = 256
+#: Most values a stepped number may enumerate; beyond it ``multipleOf`` is dropped.
+MAX_ENUM_VALUES = 256
+#: A pattern that is one repeated atom: a character class, an escape or a plain character.
+_ONE_ATOM = re.compile(r"^\^(?P<atom>\[(?:\\.|[^\]\\])+\]|\\.|[^\\\[\](){}*+?|^$.])"
+                       r"(?:(?P<plus>\+)|(?P<star>\*)|\{(?P<lo>\d+)(?:(?P<comma>,)(?P<hi>\d*))?\})\$$")
 _FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
@@ -70,7 +87,7 @@ def json_schema_for(model: type[BaseModel]) -> dict[str, Any]:
     """
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
-    schema = _walk(_inline(raw, defs, ()), lambda n: _step_float(_close_object(n)))
+    schema = _walk(_inline(raw, defs, ()), lambda n: _portable(_step_float(_close_object(n))))
     unbounded = unbounded_paths(schema)
     if unbounded:
         log.warning("output model %s has unbounded fields (a weak judge may never stop): %s",
@@ -127,6 +144,116 @@ def _step_float(node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
+def _portable(node: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite what some vLLM backend rejects (see the module docstring) into what all accept."""
+    kinds = _types(node)
+    if kinds & {"number", "integer"} and "multipleOf" in node:
+        values = stepped_values(node)
+        del node["multipleOf"]
+        if values is not None:
+            for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                node.pop(key, None)
+            node["enum"] = values
+    if "string" in kinds and "pattern" in node and {"minLength", "maxLength"} & node.keys():
+        folded = fold_length(node["pattern"], node.get("minLength", 0), node.get("maxLength"))
+        if folded is None:
+            del node["pattern"]  # the output model still validates it
+        else:
+            node["pattern"] = folded
+            node.pop("minLength", None)
+            node.pop("maxLength", None)
+    return node
+
+
+def _types(node: dict[str, Any]) -> set[str]:
+    kind = node.get("type")
+    return {kind} if isinstance(kind, str) else set(kind) if isinstance(kind, list) else set()
+
+
+def stepped_values(node: dict[str, Any]) -> list[float] | list[int] | None:
+    """Every multiple of ``multipleOf`` within the node's range, or None when the range is open
+    or holds more than ``MAX_ENUM_VALUES`` values."""
+    step = Decimal(str(node["multipleOf"]))
+    lo = node.get("minimum", node.get("exclusiveMinimum"))
+    hi = node.get("maximum", node.get("exclusiveMaximum"))
+    if lo is None or hi is None or step <= 0:
+        return None
+    first = math.ceil(Decimal(str(lo)) / step)
+    last = math.floor(Decimal(str(hi)) / step)
+    if "exclusiveMinimum" in node and "minimum" not in node and first * step == Decimal(str(lo)):
+        first += 1
+    if "exclusiveMaximum" in node and "maximum" not in node and last * step == Decimal(str(hi)):
+        last -= 1
+    if last < first or last - first + 1 > MAX_ENUM_VALUES:
+        return None
+    if "integer" in _types(node) and step == step.to_integral_value():
+        return [int(k * step) for k in range(first, last + 1)]
+    return [float(k * step) for k in range(first, last + 1)]
+
+
+def fold_length(pattern: str, min_length: int, max_length: int | None) -> str | None:
+    """``^ATOM+$`` (or ``*``, ``{m,n}``) with length bounds -> ``^ATOM{lo,hi}$``; None when the
+    pattern is not one repeated atom (its length is not the repetition count)."""
+    match = _ONE_ATOM.match(pattern)
+    if match is None:
+        return None
+    if match["plus"]:
+        q_lo, q_hi = 1, None
+    elif match["star"]:
+        q_lo, q_hi = 0, None
+    else:
+        q_lo = int(match["lo"])
+        q_hi = (int(match["hi"]) if match["hi"] else None) if match["comma"] else q_lo
+    lo = max(q_lo, min_length)
+    hi = q_hi if max_length is None else max_length if q_hi is None else min(q_hi, max_length)
+    if hi is not None and hi < lo:
+        return None
+    return f"^{match['atom']}{{{lo},{'' if hi is None else hi}}}$"
+
+
+def _pattern_max_length(schema: dict[str, Any]) -> int | None:
+    """The most characters a one-atom ``{lo,hi}`` pattern admits (None: not bounded that way)."""
+    match = _ONE_ATOM.match(schema.get("pattern", ""))
+    if match is None or match["plus"] or match["star"]:
+        return None
+    return int(match["hi"]) if match["comma"] and match["hi"] else None if match["comma"] else int(match["lo"])
+
+
+def _json_chars_per_char(pattern: str) -> int:
+    """Most JSON characters one character of a one-atom pattern takes: 6 if it admits control
+    characters (``\\uXXXX``), 2 if it admits a quote or backslash, else 1."""
+    atom = re.compile(_ONE_ATOM.match(pattern)["atom"])  # type: ignore[index]
+    if any(atom.fullmatch(chr(c)) for c in range(32)):
+        return 6
+    return 2 if atom.fullmatch('"') or atom.fullmatch("\\") else 1
+
+
+def portability_problems(schema: Any, path: str = "$") -> list[str]:
+    """What `schema` still holds that some vLLM structured-output backend rejects (xgrammar's list:
+    numeric ``multipleOf``, a string ``pattern``/``format`` with length bounds, array
+    ``uniqueItems``/``contains``, multi-branch ``allOf``). Empty for every `json_schema_for` result."""
+    if isinstance(schema, list):
+        return [p for item in schema for p in portability_problems(item, path)]
+    if not isinstance(schema, dict):
+        return []
+    found, kinds = [], _types(schema)
+    if kinds & {"number", "integer"} and "multipleOf" in schema:
+        found.append(f"{path}: multipleOf")
+    if "string" in kinds and {"pattern", "format"} & schema.keys() and {"minLength", "maxLength"} & schema.keys():
+        found.append(f"{path}: pattern/format with a length bound")
+    if "array" in kinds and {"uniqueItems", "contains", "minContains", "maxContains"} & schema.keys():
+        found.append(f"{path}: array uniqueItems/contains")
+    if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) >= 2:
+        found.append(f"{path}: allOf with several branches")
+    for key, value in schema.items():
+        if key == "properties":
+            for name, sub in value.items():
+                found += portability_problems(sub, f"{path}.{name}")
+        elif isinstance(value, (dict, list)):
+            found += portability_problems(value, f"{path}[]" if key == "items" else path)
+    return found
+
+
 def unbounded_paths(schema: dict[str, Any], path: str = "$") -> list[str]:
     """Paths whose length constrained decoding cannot bound.
 
@@ -151,7 +278,7 @@ def _unbounded(schema: dict[str, Any]) -> bool:
         return False
     keys, kind = schema.keys(), schema.get("type")
     if kind == "string":
-        return "maxLength" not in keys
+        return "maxLength" not in keys and _pattern_max_length(schema) is None
     if kind == "array":
         return "maxItems" not in keys
     ranged = bool({"maximum", "exclusiveMaximum"} & keys and {"minimum", "exclusiveMinimum"} & keys)
@@ -175,7 +302,9 @@ def worst_case_chars(schema: dict[str, Any]) -> int | None:
         return None
     kind = schema.get("type")
     if kind == "string":
-        return schema["maxLength"] + 2
+        if "maxLength" in schema:
+            return schema["maxLength"] + 2
+        return _json_chars_per_char(schema["pattern"]) * _pattern_max_length(schema) + 2  # type: ignore[operator]
     if kind in ("integer", "number"):
         lo = schema.get("minimum", schema.get("exclusiveMinimum"))
         hi = schema.get("maximum", schema.get("exclusiveMaximum"))

@@ -1,0 +1,75 @@
+"""A loopback judge with a fixed latency that records what it was sent, for the HTTP benchmark.
+
+It is the schema-echo judge (`reward.echo_judge`: every structured request gets a minimal valid
+instance of its schema) plus a sleep of ``latency_s`` per request and a log of each request's
+arrival and reply time and flattened text. It runs in its *own process* (``python -m
+verifier.perf.latency_judge``), so its JSON parsing and threads do not share the client's GIL: the
+client's measured overhead is the client's own.
+
+Two extra routes, loopback only like the rest: ``POST /bench/log`` returns the log and
+``POST /bench/reset`` clears it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+from reward.echo_judge import EchoJudgeServer
+
+from .figures import Request, request_text
+
+#: Request bodies up to this size are read (a relevance batch of full-size screenshots is large).
+BENCH_MAX_BODY = 512 * 1024 * 1024
+LISTEN_BACKLOG = 1024
+
+
+class LatencyJudge(EchoJudgeServer):
+    """`EchoJudgeServer` answering each chat completion after `latency_s`, logging every request."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, latency_s: float = 0.5,
+                 api_key: str | None = None) -> None:
+        super().__init__(host, port, api_key=api_key, max_body_bytes=BENCH_MAX_BODY)
+        # socketserver listens with a backlog of 5: a burst of 40 relevance calls would overflow
+        # it, and a dropped SYN is retransmitted only after 1 s (a fake extra wave).
+        self.httpd.socket.listen(LISTEN_BACKLOG)
+        self.latency_s = latency_s
+        self.log: list[Request] = []
+        self._log_lock = threading.Lock()
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if path.rstrip("/").endswith("/bench/log"):
+            with self._log_lock:
+                return 200, {"requests": [r.__dict__ for r in self.log]}
+        if path.rstrip("/").endswith("/bench/reset"):
+            with self._log_lock:
+                self.log.clear()
+            return 200, {"ok": True}
+        start = time.monotonic()
+        text, size = request_text(body)
+        time.sleep(max(0.0, self.latency_s - (time.monotonic() - start)))
+        status, reply = super().answer(path, body)
+        with self._log_lock:
+            self.log.append(Request(start=start, end=time.monotonic(), text=text, payload_bytes=size))
+        return status, reply
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--latency", type=float, default=0.5, help="seconds per chat completion")
+    args = p.parse_args(argv)
+    server = LatencyJudge("127.0.0.1", args.port, latency_s=args.latency)
+    print(json.dumps({"url": server.url}), flush=True)  # the parent reads this line
+    try:
+        server.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
