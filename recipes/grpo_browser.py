@@ -53,13 +53,14 @@ class BrowserArguments:
 def build_rewards(args: BrowserArguments, judge_url: str | None) -> Any:
     from reward import RewardSettings, make_uv_rewards
     from reward.settings import read_config_file
+    from verifier.settings import split_urls
 
     data: dict[str, Any] = read_config_file(args.verifier_config) if args.verifier_config else {}
     judge = dict(data.pop("judge", None) or {})
     if args.judge == "scripted":
         data["judge_factory"] = "verifier.testing.ScriptedJudge"
     if judge_url:
-        judge["base_urls"] = [u.strip() for u in judge_url.split(",") if u.strip()]
+        judge["base_urls"] = split_urls(judge_url)
     if args.judge_model:
         judge["model"] = args.judge_model
     return make_uv_rewards(RewardSettings.from_env(judge=judge, **data))

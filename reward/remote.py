@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from verifier.errors import CuaVerifierError
+from verifier.errors import CuaVerifierError, JudgeDeadlineError
 from verifier.trajectory import Trajectory
 
 from .functions import UVCombinedReward, UVOutcomeReward, UVProcessReward
@@ -59,6 +59,8 @@ class RemoteSettings(BaseModel):
     max_retries: int = Field(default=8, ge=0, description="retries after 429/503/connection errors")
     max_wait_s: float = Field(default=600.0, ge=0, description="most total time spent backing off")
     max_concurrency: int = Field(default=64, ge=1, description="requests in flight per process")
+    batch_deadline_s: float | None = Field(default=900.0, gt=0, description=(
+        "one reward call's time budget, as for the in-process rewards: rollouts not answered by then are None"))
     # read by the shared reward code, as in RewardSettings
     answer_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_ANSWER_TOOLS))
     none_if_degraded: frozenset[str] = frozenset({"rescoring", "side_effects"})
@@ -108,14 +110,33 @@ class RemoteSession:
             while len(self._done) > self.settings.cache_size:
                 self._done.popitem(last=False)
 
-    async def verify(self, traj: Trajectory, key: str | None = None) -> Outcome:
-        """One rollout's outcome; concurrent callers for the same rollout share one request."""
+    async def verify(self, traj: Trajectory, key: str | None = None, *, deadline: float | None = None) -> Outcome:
+        """One rollout's outcome; concurrent callers for the same rollout share one request. Past
+        `deadline` (event-loop time, the reward call's budget) the outcome is a `JudgeDeadlineError`
+        (None at the TRL boundary), never a stalled training step."""
+        if deadline is None:
+            return await self._verify(traj, key)
+        left = deadline - asyncio.get_running_loop().time()
+        try:
+            return await asyncio.wait_for(self._verify(traj, key), timeout=max(left, 0.0))
+        except TimeoutError:
+            return Outcome(error=JudgeDeadlineError(
+                f"deadline passed waiting for the reward service (batch_deadline_s={self.settings.batch_deadline_s})"))
+
+    async def _verify(self, traj: Trajectory, key: str | None) -> Outcome:
         key = key or await asyncio.to_thread(rollout_key, traj)
         if (hit := self._cached(key)) is not None:
             return hit
         client, sem, inflight = self._loop_state()
         if (fut := inflight.get(key)) is not None:
-            return await asyncio.shield(fut)
+            try:
+                return await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if fut.cancelled() and not (task is not None and task.cancelling()):
+                    # the caller that started the request hit its own deadline; this one did not
+                    return Outcome(error=JudgeDeadlineError("the shared request was cut by another caller's deadline"))
+                raise
         fut = inflight[key] = asyncio.get_running_loop().create_future()
         try:
             outcome = await self._request(client, sem, traj)

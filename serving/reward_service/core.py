@@ -71,7 +71,10 @@ def confine(path: str, root: Path | None, *, field: str) -> str:
 
 def parse_trajectory(record: dict[str, Any], root: Path | None, *, where: str) -> Trajectory:
     """A request record -> Trajectory, with paths confined and every image header checked."""
-    traj = load_native_record(record, file=where, check_images=False)
+    # The loader confines paths to `root` (and re-checks before reading); with no root the service
+    # refuses every path below, with its own message, so the loader need not confine them.
+    traj = load_native_record(record, file=where, check_images=False,
+                              base_dir=root, allow_outside_screenshots=root is None)
     for k, shot in enumerate(traj.screenshots):
         if shot.path is not None:
             shot.path = confine(shot.path, root, field=f"screenshots[{k}].path")

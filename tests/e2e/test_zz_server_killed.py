@@ -69,7 +69,7 @@ def test_server_killed_mid_run(engine, tmp_path):
         time.sleep(0.2)
     engine.kill()
     before = _records(out)  # everything finished before the crash
-    assert proc.wait(timeout=300) == 0, log1.read_text()[-3000:]
+    assert proc.wait(timeout=300) == 3, log1.read_text()[-3000:]  # 3: some rollouts unscored
 
     recs = _records(out)
     ids = [r["id"] for r in recs]
@@ -79,15 +79,17 @@ def test_server_killed_mid_run(engine, tmp_path):
     # arrived just before the kill may still be written, scored, after it.)
     failed_after = [r for r in recs[len(before):] if r["status"] == "unscored"]
     assert failed_after, "the crash should have left rollouts to fail"
-    for r in failed_after:
-        assert r["result"] is None and r["reason"].startswith("JudgeUnavailableError"), r["reason"]
-    for r in recs:
-        assert (r["status"] == "scored") == (r["result"] is not None)
+    for r in failed_after:  # an outage, or a result that fell back in a none_if_degraded stage
+        degraded = r["reason"].startswith("DegradedResult")
+        assert degraded or r["reason"].startswith("JudgeUnavailableError"), r["reason"]
+        assert (r["result"] is not None) == degraded, r["reason"]
+    for r in recs:  # a scored record always carries its result; an unscored one only when degraded
+        assert (r["status"] == "scored") <= (r["result"] is not None)
 
     # A rerun against a fresh server skips what was scored and retries only the unscored rollouts.
     engine.ensure_running()
     rerun = _score_dataset(src, out, engine, cfg, log2, concurrency=N_ROLLOUTS)
-    assert rerun.wait(timeout=600) == 0, log2.read_text()[-3000:]
+    assert rerun.wait(timeout=600) in (0, 3), log2.read_text()[-3000:]  # random weights: may degrade
     stdout = log2.read_text()
     scored_first = {r["id"] for r in recs if r["status"] == "scored"}
     assert f"already done {len(scored_first)}" in stdout, stdout[-2000:]

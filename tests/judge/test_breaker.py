@@ -138,9 +138,9 @@ async def test_a_deadline_bounds_one_call_and_counts_as_a_timeout(server):
     judge = make_judge(fast_config(server.url, timeout_s=60.0, transport_retries=4, breaker_failures=5))
     try:
         start = time.monotonic()
-        with deadline_in(0.5), pytest.raises(JudgeDeadlineError, match="deadline") as err:
+        with deadline_in(1.5), pytest.raises(JudgeDeadlineError, match="deadline") as err:
             await judge.complete(MSGS, Answer, stage="rubric")
-        assert 0.45 <= time.monotonic() - start < 1.5
+        assert 1.45 <= time.monotonic() - start < 4.0  # cut by the deadline, far below 5 x 60 s
         assert err.value.stage == "rubric" and len(server.requests) == 1
         assert judge._pool.breakers[server.url]._streak == 1  # the cut request was a timeout
     finally:

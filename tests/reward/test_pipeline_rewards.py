@@ -157,6 +157,6 @@ async def test_outage_in_most_votes_is_none_not_a_zero_reward():
                                                    log_metric=lambda k, v: metrics.setdefault(k, v)))
     assert outc == [None, None] and proc == [None, None]
     assert {len(v) for v in answers.values()} == {3}  # three votes asked per rollout, once for both rewards
-    assert all(v.startswith("unscored: JudgeUndecidedError: [outcome] only 1 of 3 outcome votes are valid")
-               for v in extra["uv_outcome/outcome_reasoning"])
+    assert all(v.startswith("JudgeUndecidedError: [outcome] only 1 of 3 outcome votes are valid")
+               for v in extra["uv_outcome/unscored_reason"])
     assert metrics["uv_outcome/failure_rate"] == 1.0

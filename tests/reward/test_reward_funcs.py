@@ -300,8 +300,9 @@ async def test_deeply_nested_policy_arguments_give_none_for_that_row_only(depth)
     assert len(reward_fakes.CALLS) == 2  # the deep row never reached the verifier
     assert rec.metrics["uv_process/invalid_input_rate"] == [pytest.approx(1 / 3)]
     assert rec.metrics["uv_process/judge_unavailable_rate"] == [0.0]
-    reason = rec.extra["uv_outcome/outcome_reasoning"][1]
-    assert reason.startswith("unscored: TrajectoryError:") and "nested deeper than 32 levels" in reason
+    reason = rec.extra["uv_outcome/unscored_reason"][1]
+    assert reason.startswith("TrajectoryError:") and "nested deeper than 32 levels" in reason
+    assert rec.extra["uv_outcome/outcome_reasoning"][1] is None and rec.extra["uv_outcome/unscored_reason"][0] is None
 
 
 # ---- mutants that survived the suite (issue 14, section 3) --------------------------------------

@@ -55,3 +55,32 @@ def test_remote_rewards_pickle_with_their_settings_and_names(monkeypatch):
     assert isinstance(clone, RemoteOutcomeReward) and clone.__name__ == "uv_outcome"
     assert clone.remote == RemoteSettings(url="http://10.1.2.3:9000", timeout_s=5)
     assert clone.session.settings.url == "http://10.1.2.3:9000"
+
+
+def test_remote_rewards_are_none_at_the_batch_deadline_when_the_service_hangs():
+    """A reward service that accepts and never answers cannot stall a training step: the remote
+    rewards honour `batch_deadline_s` like the in-process ones (None, reason JudgeDeadlineError)."""
+    import asyncio
+    import socket
+    import time
+
+    from service_helpers import trajectory
+
+    from reward.remote import make_remote_rewards
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)  # accepts (the kernel completes the handshake) and never answers
+    try:
+        url = f"http://127.0.0.1:{srv.getsockname()[1]}"
+        r = make_remote_rewards(url, batch_deadline_s=1.0, timeout_s=60.0)
+        extra: dict = {}
+        start = time.monotonic()
+        got = asyncio.run(r.outcome([["p"]] * 2, ["c"] * 2, trajectory=[trajectory(1), trajectory(2)],
+                                    log_extra=extra.__setitem__))
+        took = time.monotonic() - start
+    finally:
+        srv.close()
+    assert got == [None, None]
+    assert 0.9 <= took < 5.0, took
+    assert all(v.startswith("JudgeDeadlineError") for v in extra["uv_outcome/unscored_reason"])
