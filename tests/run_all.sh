@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: dev environment, CPU judge environment (for the
 # real-vLLM end-to-end tier), then pytest. Idempotent: re-running reuses both environments.
-# Pass --no-engine to skip the judge environment and the end-to-end tier.
+# Pass --no-engine to skip the judge environment and the end-to-end tier; --fast runs the fast tier
+# only (no engine, no browser, nothing marked slow: under 2 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 engine=1
-for arg in "$@"; do [ "$arg" = "--no-engine" ] && engine=0; done
+fast=0
+args=()
+for arg in "$@"; do
+  case "$arg" in
+    --no-engine) engine=0; args+=("$arg") ;;
+    --fast) fast=1; engine=0 ;;   # the fast tier: no engine, no browser, nothing marked slow
+    *) args+=("$arg") ;;
+  esac
+done
+if [ "$fast" = 1 ]; then args=(--no-engine -m "not slow and not browser" "${args[@]}"); fi
 
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 # torch is pinned first so that the train extra's range is met by the local CPU build.
@@ -22,4 +32,4 @@ if [ "$engine" = 1 ]; then
   .venv/bin/cua-verifier setup-judge-env --variant cpu
   export CUA_REQUIRE_ENGINE="${CUA_REQUIRE_ENGINE:-1}"
 fi
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest "${args[@]}"

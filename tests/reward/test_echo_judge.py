@@ -37,6 +37,14 @@ def test_minimal_instance_walks_enums_and_respects_bounds():
     assert len(out["items"][0]["why"]) == 20
 
 
+def test_a_stepped_number_sent_as_an_enum_gets_the_plain_number_rules_value():
+    """Half points go to vLLM as an enum of allowed values; the echo reply is the same as for the
+    plain `number` (0.5), so the echo judge's verdicts do not change with the schema's encoding."""
+    stepped = {"enum": [0.0, 0.5, 1.0, 1.5, 2.0]}
+    assert minimal_instance(stepped) == 0.5 == minimal_instance({"type": "number", "minimum": 0, "maximum": 2})
+    assert [minimal_instance({"enum": ["a", "b"]}, i) for i in range(3)] == ["a", "b", "a"]
+
+
 def _post(server: EchoJudgeServer, body: bytes, headers: dict[str, str] | None = None,
           length: int | None = None) -> tuple[int, dict]:
     host, port = server.httpd.server_address[:2]

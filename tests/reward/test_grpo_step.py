@@ -7,6 +7,8 @@ import reward_fakes
 pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
 
+pytestmark = pytest.mark.slow  # real GRPO steps on a tiny policy (tens of seconds each)
+
 from reward import RewardSettings, make_uv_rewards
 from reward.testing import build_tiny_policy, run_grpo_smoke
 

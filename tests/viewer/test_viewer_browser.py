@@ -23,6 +23,8 @@ from verifier.viewer import build_site
 from .helpers import HOSTILE, make_trajectory, rich_result, write_results
 
 
+pytestmark = pytest.mark.browser  # real Chromium
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A results file (rich, hostile, unscored, plus a few plain ones) rendered as a site and a bench report."""
