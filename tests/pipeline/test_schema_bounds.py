@@ -28,9 +28,10 @@ IDS = tuple(f"c{i}" for i in range(1, schemas.MAX_CRITERIA + 1))
 def _numbers(schema) -> list[str]:
     """JSON-schema `number` (float) fields other than half points: none may reach the judge.
 
-    Earned points are the one non-integer number: [0, 10] in steps of 0.5 (one decimal at most)."""
+    Earned points are the one non-integer number: [0, 10] in steps of 0.5 (one decimal at most),
+    sent as the list of its 21 allowed values (every structured-outputs backend compiles an enum)."""
     if isinstance(schema, dict):
-        half_points = schema.get("multipleOf") == 0.5 and (schema.get("minimum"), schema.get("maximum")) == (0, 10)
+        half_points = schema.get("enum") == [k / 2 for k in range(21)]
         found = ["number"] if schema.get("type") == "number" and not half_points else []
         return found + [p for v in schema.values() for p in _numbers(v)]
     if isinstance(schema, list):
@@ -90,7 +91,7 @@ def test_earned_points_are_half_points_in_range(base):
         with pytest.raises(ValueError):
             model.model_validate({**notes, "items": [{**item, "earned": bad}]})
     earned = json_schema_for(model)["properties"]["items"]["items"]["properties"]["earned"]
-    assert (earned["type"], earned["multipleOf"], earned["minimum"], earned["maximum"]) == ("number", 0.5, 0, 10)
+    assert (earned["type"], earned["enum"]) == ("number", [k / 2 for k in range(21)])
 
 
 # A weak judge tends to fill every string and list, and must still close its JSON within max_tokens

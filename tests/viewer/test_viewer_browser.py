@@ -22,7 +22,6 @@ from verifier.viewer import build_site
 
 from .helpers import HOSTILE, make_trajectory, rich_result, write_results
 
-
 pytestmark = pytest.mark.browser  # real Chromium
 
 @pytest.fixture(scope="module")
