@@ -1,8 +1,8 @@
 """What every stage shares: the run context, one way to call the judge, and the usage ledger.
 
-Every judge call of a verification goes through `Run.ask`, which builds [system: shared
-principles][user: shared context, the stage's instructions, per-call part, images last] messages, and records
-calls, tokens, latency, the DAG round the call ran in, the model id and the prompt ids/hashes.
+Every judge call of a verification goes through `Run.ask`, which builds [system: the shared
+principles][user: shared context, the stage's instructions, per-call part, images last] messages
+(`rendering.messages`: one prefix for every call, for vLLM's prefix cache), and records calls, tokens, latency, the DAG round the call ran in, the model id and the prompt ids/hashes.
 A stage that fails raises the judge's `JudgeError`; the orchestrator decides whether the run can
 degrade (`Run.degrade`) or must stop.
 """
