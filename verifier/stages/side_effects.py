@@ -96,6 +96,7 @@ def combine(votes: Sequence[SideEffects | None], n_screens: int) -> Verdict | No
     pick = median_index(totals)
     valid = [i for i, v in enumerate(votes) if v is not None]
     reason_from = pick if votes[pick] is not None else valid[0]
-    return Verdict(penalties=checked[pick][0], violation=majority([viol for _, viol in checked]) is True,  # undecided: not forced
+    forced = majority([viol for _, viol in checked]) is True  # an undecided majority forces nothing
+    return Verdict(penalties=checked[pick][0], violation=forced,
                    reasoning=votes[reason_from].reasoning,  # type: ignore[union-attr]
                    unsupported=sorted(set(unsupported)))
