@@ -33,8 +33,9 @@ FAULTS = {
     "http_500": (status(500), {}, JudgeUnavailableError, "HTTP 500"),
     "http_429": (status(429, headers={"Retry-After": "0.2"}), {}, JudgeUnavailableError, "HTTP 429"),
     "reset": (fault("reset"), {}, JudgeUnavailableError, "connection error"),
-    "timeout": (ok(VALID, delay=1.0), {"timeout_s": 0.25}, JudgeUnavailableError, "timeout"),
-    "hang": (fault("hang"), {"timeout_s": 0.25}, JudgeUnavailableError, "timeout"),
+    # timeouts long enough that an answered attempt is never cut on a busy 2-core machine
+    "timeout": (ok(VALID, delay=3.0), {"timeout_s": 1.0}, JudgeUnavailableError, "timeout"),
+    "hang": (fault("hang"), {"timeout_s": 1.0}, JudgeUnavailableError, "timeout"),
     "html_200": (fault("html"), {}, JudgeMalformedResponseError, "502 Bad Gateway"),
     "truncated_json": (fault("truncated"), {}, JudgeMalformedResponseError, "not valid JSON"),
     "error_json_200": (ok("", raw='{"error": {"message": "upstream timed out"}}'), {}, JudgeMalformedResponseError,
@@ -42,7 +43,17 @@ FAULTS = {
 }
 
 
-@pytest.mark.parametrize("kind", sorted(FAULTS))
+# faults made of waiting: seconds of wall time each, and a busy 2-core machine can stretch an
+# answered retry past the short client timeout, so they run outside the fast tier and may spend
+# a few extra attempts (never fewer: every distinct request still met its fault once)
+TIMED = {"timeout", "hang"}
+
+
+def _kinds(matrix: dict) -> list:
+    return [pytest.param(k, marks=pytest.mark.slow) if k in TIMED else k for k in sorted(matrix)]
+
+
+@pytest.mark.parametrize("kind", _kinds(FAULTS))
 async def test_fault_is_retried_then_succeeds(server, kind):
     bad, overrides, _, _ = FAULTS[kind]
     server.push(bad, bad, ok(VALID))
@@ -58,7 +69,7 @@ async def test_fault_is_retried_then_succeeds(server, kind):
         assert min(gaps) >= 0.18, gaps
 
 
-@pytest.mark.parametrize("kind", sorted(FAULTS))
+@pytest.mark.parametrize("kind", _kinds(FAULTS))
 async def test_fault_outliving_the_retries_is_a_typed_error(server, kind):
     bad, overrides, error, text = FAULTS[kind]
     server.default = bad
@@ -131,10 +142,11 @@ def clean_rewards():
     return proc, outc, len(srv.requests)
 
 
-@pytest.mark.parametrize("kind", sorted(REWARD_FAULTS))
+@pytest.mark.parametrize("kind", _kinds(REWARD_FAULTS))
 async def test_every_call_failing_once_loses_nothing(server, clean_rewards, kind):
     """Each distinct request's first attempt meets the fault, its retry succeeds: the rewards are
-    exactly those of a judge that never failed, and every call was retried exactly once."""
+    exactly those of a judge that never failed, and every call was retried exactly once (a timed
+    fault may spend a few more attempts on a loaded machine, see TIMED)."""
     bad, overrides = REWARD_FAULTS[kind]
     seen: set[str] = set()
 
@@ -148,10 +160,12 @@ async def test_every_call_failing_once_loses_nothing(server, clean_rewards, kind
     server.default = first_attempt_fails
     proc, outc, _ = await _rewards(server.url, overrides)
     assert (proc, outc) == clean_rewards[:2]
-    assert len(server.requests) == 2 * clean_rewards[2] == 2 * len(seen)
+    assert clean_rewards[2] == len(seen)  # the same distinct requests as against a clean judge
+    extra = len(server.requests) - 2 * len(seen)
+    assert extra == 0 or (kind in TIMED and 0 < extra <= len(seen) // 4), (kind, extra)
 
 
-@pytest.mark.parametrize("kind", sorted(REWARD_FAULTS))
+@pytest.mark.parametrize("kind", _kinds(REWARD_FAULTS))
 async def test_a_judge_that_keeps_failing_gives_none_never_zero(server, kind):
     bad, overrides = REWARD_FAULTS[kind]
     server.default = bad
