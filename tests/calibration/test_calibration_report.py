@@ -114,6 +114,25 @@ def test_judge_failure_is_unscored_not_a_verdict(cases):
     assert "unscored: o2-substitution-size: JudgeUnavailableError" in format_report(rep)
 
 
+def test_result_that_fell_back_in_a_policy_stage_is_unscored(cases):
+    """One policy with `score` and the rewards: side effects never checked -> no verdict counted."""
+    def side_effects(messages, model):
+        if "Trailrunner" in text_of(messages):
+            return JudgeUnavailableError("judge down", stage="side_effects")
+        return DEFAULTS["side_effects"](messages, model)
+
+    runs = run(cases, ScriptedJudge({"side_effects": side_effects}))
+    weak = next(r for r in runs if r.case == "o2-substitution-size")
+    assert weak.result is not None and [d.stage for d in weak.result.degraded] == ["side_effects"]
+    rep = build_report(cases, runs, none_if_degraded={"rescoring", "side_effects"})
+    v = next(v for v in rep.cases if v.case == "o2-substitution-size")
+    assert v.status == "unscored" and v.got_outcome is None and v.error.startswith("DegradedResult: side_effects")
+    assert (rep.outcome.fp, rep.outcome.unscored) == (2, 1)  # its lenient pass is no false positive
+    lax = build_report(cases, runs)  # no policy: the library's caller decides
+    assert next(v for v in lax.cases if v.case == "o2-substitution-size").status == "scored"
+    assert (lax.outcome.fp, lax.outcome.unscored) == (3, 0)
+
+
 def test_rates_with_empty_denominators_are_none():
     assert rates([]).fpr is None and rates([]).fnr is None and rates([]).accuracy is None
 

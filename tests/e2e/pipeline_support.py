@@ -2,6 +2,7 @@
 the plumbing checks every real verification must pass (whatever the random model answered)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from PIL import Image, ImageDraw
@@ -103,3 +104,16 @@ def assert_plumbing(result: VerificationResult, spy: SpyJudge, traj: Trajectory,
     assert len(result.relevance.matrix) == len(traj.screenshots)
     for d in result.degraded:
         assert d.stage in STAGES and d.reason
+
+
+def typed_judge_failure(reason: str | None) -> bool:
+    """An unscored verdict whose reason is a typed judge error: raised outright (`Judge...Error`,
+    `[stage] ...`), or a stage that fell back on one (`DegradedResult: ...`: a random-weight judge
+    can write a reply that passes the grammar but not a cross-field rule, e.g. a critical-point
+    violation without its screenshots, three times running)."""
+    if not reason:
+        return False
+    if reason.startswith(("Judge", "[")):
+        return True
+    causes = re.findall(r"\bfell back \((\w*)", reason) if reason.startswith("DegradedResult: ") else []
+    return bool(causes) and all(c.startswith("Judge") and c.endswith("Error") for c in causes)

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pipeline_support import typed_judge_failure
 
 from verifier.calibrate import CalibrationReport, load_suite
 
@@ -59,7 +60,7 @@ def test_calibrate_command_on_the_cpu_engine(engine, tmp_path: Path) -> None:
         if v.status == "scored":
             assert v.got_outcome is not None and v.outcome_ok == (v.got_outcome == v.expected_outcome)
         else:
-            assert v.error and v.error.startswith("Judge"), v.error  # a typed judge failure, not a crash
+            assert typed_judge_failure(v.error), v.error  # a typed judge failure, not a crash
     assert any(v.status == "scored" for v in rep.cases), [v.error for v in rep.cases]
     assert proc.returncode == (3 if any(v.status != "scored" for v in rep.cases) else 0)
 

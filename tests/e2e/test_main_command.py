@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from pipeline_support import typed_judge_failure
 
 from serving.demo import DEMO_WARNING
 
@@ -37,7 +37,8 @@ def test_readme_main_command_scores_the_examples_with_the_demo_judge(judge_venv:
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 3
     for rec in records:  # random weights: a verdict or a typed judge failure, never a crash
-        assert rec["status"] == "scored" or _typed_judge_failure(rec), rec["reason"]
+        assert rec["status"] == "scored" or typed_judge_failure(rec["reason"]), rec["reason"]
+        assert (rec["result"] is not None) == (rec["status"] == "scored" or rec["reason"].startswith("Degraded"))
     assert any(rec["status"] == "scored" for rec in records), [r["reason"] for r in records]
     scored = next(r for r in records if r["status"] == "scored")["result"]
     assert scored["usage"]["calls"] > 0 and scored["models"]
@@ -45,16 +46,3 @@ def test_readme_main_command_scores_the_examples_with_the_demo_judge(judge_venv:
     ps = subprocess.run(["pgrep", "-f", str(tmp_path / "cache")], capture_output=True, text=True, check=False)
     assert ps.stdout.strip() == "", ps.stdout
 
-
-def _typed_judge_failure(rec: dict) -> bool:
-    """An unscored record whose reason is a typed judge error: raised outright (`Judge...Error`,
-    `[stage] ...`), or a stage that fell back on one (a random-weight judge can write a reply that
-    passes the grammar but not a cross-field rule, e.g. a critical-point violation without its
-    screenshots, three times running); then the partial result is kept beside the reason."""
-    reason = rec["reason"]
-    if reason.startswith(("Judge", "[")):
-        return True
-    if not reason.startswith("DegradedResult: ") or rec.get("result") is None:
-        return False
-    causes = re.findall(r"\bfell back \((\w*)", reason)
-    return bool(causes) and all(c.startswith("Judge") and c.endswith("Error") for c in causes)

@@ -10,11 +10,12 @@ The report is a pydantic model so it serialises to JSON (`--out`) and other tool
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ..records import degraded_reason, degraded_stages
 from ..result import VerificationResult
 from .rules import RULES
 from .runner import CaseRun
@@ -102,14 +103,18 @@ def diagnosis_codes(result: VerificationResult) -> list[str]:
     return sorted({p.error_code for p in d.failure_points} | set(d.task_ambiguity_codes))
 
 
-def match(case: Case, run: CaseRun) -> CaseVerdict:
-    """Compare one run with its expectation (pure)."""
+def match(case: Case, run: CaseRun, none_if_degraded: Collection[str] = ()) -> CaseVerdict:
+    """Compare one run with its expectation (pure). A result that fell back in a stage of
+    `none_if_degraded` is unscored, as in `score` and the TRL rewards (one policy): its verdict
+    was never checked, so it must not count as agreement or as a false positive."""
     e = case.expected
     base = {"case": case.name, "rules": e.rules, "side": e.side, "expected_outcome": e.outcome,
                 "expected_process": e.process.label, "expected_diagnosis": e.diagnosis}
     r = run.result
     if r is None:
         return CaseVerdict(**base, status="unavailable" if run.unavailable else "unscored", error=run.error)
+    if weak := degraded_stages(r, none_if_degraded):
+        return CaseVerdict(**base, status="unscored", error=degraded_reason(r, weak))
     got_diag = diagnosis_codes(r)
     diag_ok = (None if not e.diagnosis or r.diagnosis is None else bool(set(e.diagnosis) & set(got_diag)))
     return CaseVerdict(**base, status="scored", got_outcome=r.outcome_success,
@@ -151,13 +156,14 @@ def rule_report(rule: str, verdicts: Sequence[CaseVerdict]) -> RuleReport:
 
 
 def build_report(cases: Sequence[Case], runs: Sequence[CaseRun], *, suite: str = "", judge_model: str | None = None,
-                 demo_judge: bool = False, only: Sequence[str] | None = None, wall_s: float = 0.0) -> CalibrationReport:
+                 demo_judge: bool = False, only: Sequence[str] | None = None, wall_s: float = 0.0,
+                 none_if_degraded: Collection[str] = ()) -> CalibrationReport:
     """Per-case verdicts, per-rule tallies (canonical rule order) and suite-level outcome rates."""
     by_name = {r.case: r for r in runs}
     missing = [c.name for c in cases if c.name not in by_name]
     if missing:
         raise ValueError(f"no run for case(s) {', '.join(missing)}")
-    verdicts = [match(c, by_name[c.name]) for c in cases]
+    verdicts = [match(c, by_name[c.name], none_if_degraded) for c in cases]
     present = {r for v in verdicts for r in v.rules}
     selected = [r.upper() for r in only] if only else []
     order = [r for r in RULES if r in present and (not selected or r in selected)]

@@ -98,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
 def _calibrate(args: argparse.Namespace, cases: list, config: Any, judge: Any, concurrency: int,
                demo: bool) -> int:
     from ..calibrate import build_report, format_report, run_suite
+    from .score_cmd import none_if_degraded_of
 
     done = [0]
 
@@ -117,7 +118,8 @@ def _calibrate(args: argparse.Namespace, cases: list, config: Any, judge: Any, c
     runs = asyncio.run(main())
     suite = str(args.suite or Path("examples") / "calibration")
     report = build_report(cases, runs, suite=suite, judge_model=getattr(args, "judge_model", None), demo_judge=demo,
-                          only=args.only, wall_s=time.perf_counter() - t0)
+                          only=args.only, wall_s=time.perf_counter() - t0,
+                          none_if_degraded=none_if_degraded_of(args.settings))
     print(format_report(report))
     if args.out:
         Path(args.out).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
