@@ -33,7 +33,10 @@ from verifier.testing import ScriptedJudge
 pytestmark = pytest.mark.engine
 
 GROUP = 8
-STEPS = 3
+STEPS = 2
+# No diagnosis calls: they reuse the context like the other stages (they would only raise the hit
+# rate) and cost CI time.
+CONFIG = VerifierConfig(diagnosis=False)
 
 
 class PrefillProbe:
@@ -65,14 +68,14 @@ async def test_prefix_cache_hits_for_one_trajectory_and_a_group(engine):
     try:
         engine.reset_prefix_cache()
         cold = read_counters(engine.base_url)
-        await verify(group[0], VerifierConfig(), judge=probe, cache=cache)
+        await verify(group[0], CONFIG, judge=probe, cache=cache)
         one = hit_rate(cold, read_counters(engine.base_url))
         first_calls = probe.sent
-        await asyncio.gather(*(verify(t, VerifierConfig(), judge=probe, cache=cache) for t in group[1:]))
+        await asyncio.gather(*(verify(t, CONFIG, judge=probe, cache=cache) for t in group[1:]))
         everything = hit_rate(cold, read_counters(engine.base_url))
     finally:
         await probe.aclose()
     print(f"\n[prefix cache] one trajectory {one:.0%}, group of {GROUP} {everything:.0%} ({probe.sent} requests)")
-    assert first_calls >= 10 and probe.sent > first_calls * (GROUP - 1)  # every stage ran, for every rollout
+    assert first_calls >= 8 and probe.sent > first_calls * (GROUP - 1)  # every stage ran, for every rollout
     assert one is not None and one >= 0.70, f"one trajectory, cold cache: {one:.0%} of prompt tokens hit"
     assert everything is not None and everything >= 0.85, f"group of {GROUP}: {everything:.0%} hit"
