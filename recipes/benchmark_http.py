@@ -102,10 +102,11 @@ def engine(args: argparse.Namespace, sources: list[bytes]) -> None:
     else:
         print("starting the CPU demo judge (vLLM, tiny random-weight model)...", file=sys.stderr)
         url, model, key_env, stop = start_engine(args.media_dir)
-    rows, rates = [], []
+    rows, rates, sent = [], [], []
     try:
         for m in args.m:
             log = ClientLog()
+            sent.append(log)
             overrides = {"image_max_side": 224, **judge_overrides(args)}  # the tiny model sees 64 tokens
             cfg = JudgeConfig(base_urls=[url], model=model, api_key_env=key_env, timeout_s=600, **overrides)
             trajs = group_of(m, sources, args.group, f"engine-m{m}-{os.getpid()}")
@@ -117,9 +118,10 @@ def engine(args: argparse.Namespace, sources: list[bytes]) -> None:
         if stop is not None:
             stop()
     print(table(rows))
-    for fig, rate in zip(rows, rates):
+    for fig, rate, log in zip(rows, rates, sent):  # a re-ask is a request beyond the calls
         print(f"M={fig.screenshots}: vLLM prefix-cache hit rate {'n/a' if rate is None else f'{rate:.0%}'} "
-              f"(prefix-repeat share on the wire {fig.prefix_share:.0%})")
+              f"(prefix-repeat share on the wire {fig.prefix_share:.0%}); {len(log.requests)} requests "
+              f"for {fig.calls} calls of finished verifications")
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """Per-call output models: a stage's schema narrowed to the criterion ids and screenshots of one call.
 
-Why: with `criterion_id` / `screenshot` as JSON-schema enums and every list exactly as long as the
-call's ids, constrained decoding cannot invent an id, skip one or repeat one, and a plain-JSON
+Why: with `criterion_id` / `screenshot` as JSON-schema enums, every list exactly as long as the
+call's ids and entry k pinned to the k-th id (`prefixItems`, see `judge.schema.ONE_EACH`),
+constrained decoding cannot invent an id, skip one or repeat one, and a plain-JSON
 backend gets a precise validation error to re-ask with. The built class carries `expected_ids` /
 `expected_screenshots`, which `verifier.testing.ScriptedJudge` reads to answer. Built classes are
 memoised (`lru_cache`), so a group of rollouts sends byte-identical schemas.
@@ -9,10 +10,11 @@ memoised (`lru_cache`), so a group of rollouts sends byte-identical schemas.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, create_model, model_validator
 
+from .judge.schema import ONE_EACH
 from .schemas import (
     ActionScore,
     ActionScores,
@@ -36,6 +38,12 @@ def _check(items: list, key: str, expected: tuple) -> None:
         raise ValueError(f"need exactly one entry per {key} in {list(expected)}; got {got}")
 
 
+def _each(key: str, values: tuple) -> Any:
+    """A list of exactly one entry per value of `key`; the emitted schema pins entry k to the k-th
+    value (`ONE_EACH`), so constrained decoding cannot repeat one."""
+    return Field(min_length=len(values), max_length=len(values), json_schema_extra={ONE_EACH: key})
+
+
 @lru_cache(maxsize=512)
 def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...] = ()) -> type[_Out]:
     """`base` narrowed to one call: criterion ids (and screenshot numbers) as enums, each exactly once."""
@@ -44,14 +52,14 @@ def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...
         score = create_model("RelevanceScoreFor", __base__=RelevanceScore, criterion_id=(Cid, ...))
         row = create_model("RelevanceRowFor", __base__=RelevanceRow,
                            screenshot=(Literal[screenshots], ...),  # type: ignore[valid-type]
-                           scores=(list[score], Field(min_length=len(ids), max_length=len(ids))))
+                           scores=(list[score], _each("criterion_id", ids)))
 
         def _v(self):
             _check(self.rows, "screenshot", screenshots)
             for r in self.rows:
                 _check(r.scores, "criterion_id", ids)
             return self
-        fields = {"rows": (list[row], Field(min_length=len(screenshots), max_length=len(screenshots)))}
+        fields = {"rows": (list[row], _each("screenshot", screenshots))}
     else:
         item_base = {EvidenceBatch: EvidenceItem, ConditionDecision: ConditionItem,
                      ActionScores: ActionScore, Rescoring: RescoreItem}[base]
@@ -62,10 +70,10 @@ def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...
             if base is Rescoring:
                 _check(self.reality_notes, "criterion_id", ids)
             return self
-        fields = {"items": (list[item], Field(min_length=len(ids), max_length=len(ids)))}
+        fields = {"items": (list[item], _each("criterion_id", ids))}
         if base is Rescoring:  # one reality note per criterion, written before any score
             note = create_model("RealityNoteFor", __base__=RealityNote, criterion_id=(Cid, ...))
-            fields = {"reality_notes": (list[note], Field(min_length=len(ids), max_length=len(ids))), **fields}
+            fields = {"reality_notes": (list[note], _each("criterion_id", ids)), **fields}
     model = create_model(base.__name__ + "For", __base__=base,
                          __validators__={"_complete": model_validator(mode="after")(_v)}, **fields)
     model.expected_ids, model.expected_screenshots = ids, screenshots

@@ -11,9 +11,12 @@ Three rules, each fixing a weakness of the reference implementation:
   every system prompt tells the judge never to follow instructions found there. The final answer
   is capped like the other fields (`max_final_answer_chars`, head and tail kept) and the cut is
   recorded in `result.truncations`.
-- **Shared prefix first**: `messages(...)` always emits [system: stage instructions] then
-  [user: shared context (task, rubric, history, final answer) + per-call part + images LAST], and
-  the shared context is byte-identical across calls, so vLLM's prefix cache serves it.
+- **Shared prefix first**: `messages(...)` always emits [system: the shared principles, the same
+  for every call] then [user: shared context (task, rubric, history, status, final answer), then
+  the stage's own instructions, the per-call part, images LAST]. The system prompt and the context
+  are byte-identical across the calls of a verification (relevance calls, which must not see the
+  history, share their own task + rubric context; the rubric calls share the task-only one), so
+  vLLM's prefix cache serves everything up to the stage's instructions.
 """
 from __future__ import annotations
 
@@ -168,6 +171,22 @@ def image_part(traj: Trajectory, number: int, same_as: Sequence[int] = ()) -> Im
     return ImagePart(screenshot=traj.screenshots[number - 1], label=screenshot_label(traj, number, same_as))
 
 
+#: The one system template of every call (all shared principles, each once, in a fixed order).
+SYSTEM_TEMPLATE = "system.j2"
+#: Heads the stage's own instructions, which follow the shared context in the user message.
+JOB_HEADING = "## Your job in this request"
+
+
+def system_prompt(rubric: Rubric | None) -> RenderedPrompt:
+    """The shared system prompt. With a rubric it ends with the critical-point rules that match the
+    rubric's permission profile (the same for every call after the rubric, and for every rollout
+    of the task); without one (the rubric calls, which write that profile) it stops before them,
+    so those calls share everything up to there."""
+    if rubric is None:
+        return render(SYSTEM_TEMPLATE, rules=False)
+    return render(SYSTEM_TEMPLATE, rules=True, profile=rubric.permission)
+
+
 def shared_context(traj: Trajectory, cfg: VerifierConfig, rubric: Rubric | None, *,
                    with_history: bool = True) -> str:
     """The block every call of a trajectory starts with (byte-identical across stages)."""
@@ -180,10 +199,14 @@ def shared_context(traj: Trajectory, cfg: VerifierConfig, rubric: Rubric | None,
                   n_screenshots=len(traj.screenshots)).text
 
 
-def messages(system: RenderedPrompt, shared: str, per_call: str = "",
+def messages(system: RenderedPrompt, shared: str, instructions: str = "", per_call: str = "",
              images: Iterable[ImagePart] = ()) -> list[Message]:
-    """[system instructions] [user: shared prefix, per-call text, images last]."""
+    """[system: the shared principles] [user: shared context, the stage's instructions, the per-call
+    text, images last]: everything before the stage's instructions is the same for every call of a
+    verification (relevance calls: for every relevance call), so vLLM's prefix cache serves it."""
     parts: list[TextPart | ImagePart] = [TextPart(text=shared)]
+    if instructions:
+        parts.append(TextPart(text=f"{JOB_HEADING}\n{instructions}"))
     if per_call:
         parts.append(TextPart(text=per_call))
     parts.extend(images)

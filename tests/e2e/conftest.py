@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,12 +83,20 @@ class Engine:
         self.config = ServeConfig(preset=get_preset("cpu-tiny"), model=str(self.model_dir), venv=str(self.venv),
                                   port=_free_port(), api_key_env=API_KEY_ENV, media_dir=str(self.media_dir))
         cmd = build_command(self.config)
-        environ = {**os.environ, API_KEY_ENV: self.api_key}
+        # Dev mode adds POST /reset_prefix_cache (loopback test server only): the prefix-cache
+        # test measures a cold cache on this shared server instead of starting its own.
+        environ = {**os.environ, API_KEY_ENV: self.api_key, "VLLM_SERVER_DEV_MODE": "1"}
         self.proc = start_server(cmd, environ=environ, log=self.log_path)
         self.starts += 1
         self.startup_s.append(wait_for_health(self.config.health_url, timeout_s=HEALTH_TIMEOUT_S,
                                               proc=self.proc, log_path=self.log_path))
         return self
+
+    def reset_prefix_cache(self) -> None:
+        """Empty vLLM's prefix cache (the server stays up): what follows sees a cold cache."""
+        req = urllib.request.Request(self.base_url.removesuffix("/v1") + "/reset_prefix_cache", method="POST")
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            assert resp.status == 200, resp.status
 
     def kill(self) -> None:
         """SIGKILL the whole server process group (a crashed judge)."""

@@ -133,14 +133,17 @@ class ScriptedServer:
             if "raw" in action:
                 payload = None
             elif code == 200:
+                # A reply cut at "length" used the whole budget, as on a real server, unless the
+                # script says otherwise (fewer tokens: the server clamped the budget to the context).
+                full = body.get("max_completion_tokens", 5) if action.get("finish_reason") == "length" else 5
+                completion = action.get("completion_tokens", full)
                 payload = {
                     "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
                     "model": action.get("model", "served-judge"),
                     "choices": [{"index": 0, "finish_reason": action.get("finish_reason", "stop"),
                                  "message": {"role": "assistant", "content": action["content"]}}],
-                    "usage": {"prompt_tokens": action.get("prompt_tokens", 10),
-                              "completion_tokens": action.get("completion_tokens", 5),
-                              "total_tokens": action.get("prompt_tokens", 10) + action.get("completion_tokens", 5)}}
+                    "usage": {"prompt_tokens": action.get("prompt_tokens", 10), "completion_tokens": completion,
+                              "total_tokens": action.get("prompt_tokens", 10) + completion}}
             else:
                 payload = {"error": {"message": f"scripted {code}", "type": "server_error", "code": code}}
             data = action["raw"].encode() if payload is None else json.dumps(payload).encode()

@@ -101,6 +101,18 @@ async def test_truncation_without_reask_budget_raises_immediately(server):
     await judge.aclose()
 
 
+async def test_reply_cut_by_a_full_context_is_a_clear_error_not_re_asked(server):
+    """vLLM clamps max_tokens to the context the prompt leaves: a reply cut below the budget means
+    the prompt filled the context, and a re-ask (the cut reply plus a note) could only be longer."""
+    server.push(ok('{"score": 3, "rea', finish_reason="length", prompt_tokens=32000, completion_tokens=768),
+                ok(VALID))
+    judge = make_judge(fast_config(server.url))
+    with pytest.raises(JudgeTruncatedError, match=r"cut after 768 tokens.*32000 tokens.*--max-model-len"):
+        await judge.complete(MSGS, Score, stage="outcome")
+    assert len(server.requests) == 1
+    await judge.aclose()
+
+
 async def test_request_carries_strict_json_schema_and_explicit_sampling(server):
     server.default = ok(VALID)
     judge = make_judge(fast_config(server.url, max_tokens_cap=50))  # cap <= floor: exactly the floor

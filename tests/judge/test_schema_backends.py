@@ -119,3 +119,53 @@ def test_every_vllm_backend_accepts_every_output_schema():
     rejected = {(name, backend): err for name, per in results.items() for backend, err in per.items() if err}
     assert rejected == {}
     assert set(next(iter(results.values()))) == {"xgrammar", "guidance", "outlines", "lm-format-enforcer"}
+
+
+def _pinned(array: dict, key: str) -> list:
+    """The value each position of a `prefixItems` array admits for `key` (one each, or a failure)."""
+    assert "x-one-each" not in array  # the marker never reaches the wire
+    return [p["properties"][key]["enum"] for p in array["prefixItems"]]
+
+
+def test_narrowed_lists_pin_one_id_per_position():
+    """A random-weight judge on vLLM wrote one criterion id in every entry (enum items allow it) and
+    spent its re-asks; each position now admits only its own id, in the call's order."""
+    from verifier.narrowing import for_call
+    from verifier.schemas import ActionScores, RelevanceBatch, Rescoring
+
+    items = json_schema_for(for_call(ActionScores, ("c2", "c1", "c3")))["properties"]["items"]
+    assert _pinned(items, "criterion_id") == [["c2"], ["c1"], ["c3"]]
+    assert items["minItems"] == items["maxItems"] == 3
+    assert items["items"]["properties"]["criterion_id"]["enum"] == ["c2", "c1", "c3"]  # kept for lm-format-enforcer
+    rescoring = json_schema_for(for_call(Rescoring, ("c1", "c4")))["properties"]
+    assert _pinned(rescoring["reality_notes"], "criterion_id") == _pinned(rescoring["items"], "criterion_id") \
+        == [["c1"], ["c4"]]
+    rows = json_schema_for(for_call(RelevanceBatch, ("c1", "c2"), (3, 7)))["properties"]["rows"]
+    assert _pinned(rows, "screenshot") == [[3], [7]]
+    assert all(_pinned(r["properties"]["scores"], "criterion_id") == [["c1"], ["c2"]] for r in rows["prefixItems"])
+    # One id: nothing to pin (a single-valued Literal is a const).
+    single = json_schema_for(for_call(ActionScores, ("c1",)))["properties"]["items"]
+    assert "prefixItems" not in single and single["maxItems"] == 1
+
+
+def test_every_real_narrowed_list_is_pinned():
+    """Every list of the real pipeline's per-call schemas that must hold each id once is pinned."""
+    def arrays(node):
+        if isinstance(node, dict):
+            if node.get("type") == "array" and isinstance(node.get("items"), dict):
+                yield node
+            for v in node.values():
+                yield from arrays(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from arrays(v)
+    pinned = 0
+    for name, schema in output_schemas().items():
+        for arr in arrays(schema):
+            props = arr["items"].get("properties", {})
+            for key in ("criterion_id", "screenshot"):
+                enum = props.get(key, {}).get("enum")
+                if enum and len(enum) > 1 and arr.get("maxItems") == len(enum) == arr.get("minItems"):
+                    assert _pinned(arr, key) == [[v] for v in enum], name
+                    pinned += 1
+    assert pinned >= 4

@@ -69,8 +69,11 @@ async def test_permission_profile_selects_the_critical_point_rules(permission, s
         if quote:
             assert quote in text
     # The rubric prompt no longer says unconditionally that critical points are never crossed.
-    rubric_system = system(judge.requests_for("rubric")[0])
-    assert "Never require crossing" not in rubric_system and "permission_profile" in rubric_system
+    # The rubric call, which writes the profile, gets the shared principles without the per-task rules.
+    rubric_req = judge.requests_for("rubric")[0]
+    rubric_text = ScriptedJudge.text(rubric_req)
+    assert "Never require crossing" not in rubric_text and "permission_profile" in user(rubric_req)
+    assert "CRITICAL-POINT RULES FOR THIS TASK" not in rubric_text
     shared = user(judge.requests_for("outcome")[0])
     allowed = {"granted": "granted by the task", "not_granted": "not granted", "no_critical_point": "not needed"}
     assert f"Critical points (permission to cross: {allowed[permission]}): Place order" in shared

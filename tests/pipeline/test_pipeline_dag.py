@@ -11,6 +11,7 @@ from verifier.errors import JudgeInvalidOutputError, JudgeUnavailableError
 from verifier.grouping import group, invert
 from verifier.judge.base import ImagePart
 from verifier.pipeline import MAX_ROUNDS, expected_calls, verify
+from verifier.rendering import system_prompt
 from verifier.testing import ScriptedJudge
 
 
@@ -157,8 +158,10 @@ async def test_rubric_request_contains_nothing_from_the_trajectory():
     traj = make_traj(3, answer="ANSWER-MARKER-77", thoughts=["THOUGHT-MARKER-1", "THOUGHT-MARKER-2", "t3"])
     judge = ScriptedJudge()
     await verify(traj, VerifierConfig(rubric_audit=True), judge=judge)
+    static = system_prompt(None).text  # the shared principles: a fixed text, no trajectory byte
     for req in judge.requests_for("rubric") + judge.requests_for("rubric_audit"):
-        text = judge.text(req)
+        assert req.messages[0].content[0].text == static
+        text = judge.text(req).replace(static, "", 1)
         assert traj.task.instruction in text
         for marker in ("MARKER", "shop.example", "coordinate", "Screenshot", "<untrusted_trajectory_data"):
             assert marker not in text

@@ -1,8 +1,11 @@
 """Traceability of the judging rules (prompts/PRINCIPLES.md) and prompt versioning.
 
 Every rule id has one row; the row's prompt block exists, marks the rule with a `{# <id> #}`
-comment and is included by some stage template; every marked id has a row; and a prompt whose text
-changed also changed its version (prompts/versions.json records id/version -> sha256).
+comment and is included by the shared system template (`prompts/system.j2`, the system prompt of
+every judge call: tests/pipeline/test_prompt_layout.py checks every request starts with it); every
+block is included there exactly once and by no stage template (a stage's instructions follow the
+shared context, so a block there would be stated twice); every marked id has a row; and a prompt
+whose text changed also changed its version (prompts/versions.json records id/version -> sha256).
 """
 import json
 import re
@@ -10,7 +13,8 @@ import re
 import pytest
 
 from verifier.prompts import prompt_info, prompts_dir
-from verifier.rendering import infos
+from verifier.rendering import SYSTEM_TEMPLATE, infos, system_prompt
+from verifier.schemas import Rubric
 
 RULE_IDS = ([f"O{i}" for i in range(1, 13)] + [f"R{i}" for i in range(1, 8)] + ["S1", "S2", "S3"]
             + [f"U{i}" for i in range(1, 8)] + [f"C{i}" for i in range(1, 5)] + ["H1", "H2", "H3", "X1", "X2"])
@@ -33,8 +37,23 @@ def stage_templates() -> list[str]:
 
 
 def included_blocks() -> set[str]:
-    """Every template any stage template includes, transitively (by id)."""
-    return {i.id for t in stage_templates() for i in infos(t)}
+    """Every template the shared system template includes, transitively (by id)."""
+    return {i.id for i in infos(SYSTEM_TEMPLATE)}
+
+
+def test_every_principle_block_is_in_the_shared_system_prompt_once_and_nowhere_else():
+    source = (prompts_dir() / SYSTEM_TEMPLATE).read_text(encoding="utf-8")
+    for block in sorted((prompts_dir() / "principles").glob("*.j2")):
+        rel = str(block.relative_to(prompts_dir()))
+        assert source.count(f'include "{rel}"') == 1, rel
+    for stage in stage_templates():
+        assert "include" not in (prompts_dir() / stage).read_text(encoding="utf-8"), stage
+    # Rendered: each block's heading appears once, in the order of the template.
+    text = system_prompt(Rubric.model_validate({"criteria": [{"id": "c1", "name": "n", "description": "d",
+                                                               "max_points": 1}]})).text
+    for heading in ("RUBRIC DESIGN RULES", "CRITICAL POINTS", "PARTIAL CREDIT", "EVIDENCE TAXONOMY",
+                    "HOW THE RUN IS SHOWN", "SECURITY:", "CRITICAL-POINT RULES FOR THIS TASK"):
+        assert text.count(heading) == 1, heading
 
 
 def markers(path) -> set[str]:
@@ -59,7 +78,7 @@ def test_row_names_blocks_that_exist_state_the_rule_and_are_included(rid):
     for block in blocks:
         path = prompts_dir() / block
         assert path.is_file(), f"{rid}: {block} does not exist"
-        assert prompt_info(block).id in used, f"{rid}: {block} is included by no stage template"
+        assert prompt_info(block).id in used, f"{rid}: {block} is not included by the shared system template"
         assert rid in markers(path), f"{rid}: {block} has no {{# {rid} #}} marker"
 
 

@@ -11,7 +11,9 @@ The token budget is sized per call from the output schema's worst-case reply (`r
 between the configured ``sampling.max_tokens`` and ``max_tokens_cap``, and sent as
 ``max_completion_tokens`` (vLLM reads it first; ``max_tokens`` is deprecated). vLLM >= 0.32 clamps
 the budget to the context left after the prompt (a reply cut by that limit comes back as
-``finish_reason == "length"`` and is re-asked as truncated) and answers 400 only when the prompt
+``finish_reason == "length"`` with fewer completion tokens than asked for: a `JudgeTruncatedError`
+saying the context is full, never re-asked, since a re-ask only adds to the prompt; a reply cut at
+the full budget is re-asked once with a note) and answers 400 only when the prompt
 alone is too long, which no smaller budget fixes. Servers that answer 400 because prompt + budget
 exceeds the context get the request once more with the budget that still fits (parsed from the
 error text); other 400s are not retried.
@@ -182,6 +184,13 @@ class OpenAICompatJudge:
             raw = (choice.message.content if choice is not None else None) or ""
             last_raw = raw
             if choice is not None and choice.finish_reason == "length":
+                room = response.usage.completion_tokens if response.usage is not None else None
+                if room is not None and room < max_tokens:  # vLLM clamped the budget: the context is full
+                    raise JudgeTruncatedError(
+                        f"reply cut after {room} tokens, below max_tokens={max_tokens}: the prompt "
+                        f"({response.usage.prompt_tokens} tokens) left no more room in the judge's context; "
+                        "serve the judge with a larger --max-model-len (a re-ask would only be longer)",
+                        stage=stage, last_reply=raw, usage=_usage(tally))
                 if truncated_before or round_no == rounds:
                     raise JudgeTruncatedError(
                         f"reply truncated at max_tokens={max_tokens} ({tally.attempts} requests)",

@@ -24,6 +24,13 @@ The output model is the single source of truth: it is both what constrains decod
   length-bounded pattern is dropped from the emitted schema (the output model still checks it, and
   a violation is re-asked). `portability_problems` lists what a schema still has that some
   backend rejects; tests run the real backends' validators on every output schema.
+- "Each id exactly once" (a narrowed call's list of one entry per criterion id or screenshot) is a
+  cross-field rule a plain array of enum items cannot express: a random-weight judge on the CPU
+  engine repeated one id in every entry and spent all its re-asks. An array marked with
+  ``ONE_EACH`` (``{"x-one-each": "criterion_id"}``) whose items enumerate that property with as
+  many values as the list holds gets ``prefixItems``: position k admits only the k-th value, so
+  constrained decoding writes each value once, in order. ``items`` stays as it was for a backend
+  that ignores ``prefixItems`` (lm-format-enforcer), and the output model still checks the rule.
 - A schema with every field bounded has a worst-case reply length (`worst_case_chars`); the judge
   sizes ``max_tokens`` from it (`reply_token_budget`) so a judge that fills every field still closes
   its JSON, while small replies keep the configured floor.
@@ -59,6 +66,8 @@ CHARS_PER_TOKEN = 3
 TOKEN_MARGIN = 256
 #: Most values a stepped number may enumerate; beyond it ``multipleOf`` is dropped.
 MAX_ENUM_VALUES = 256
+#: Marks an array whose items must take each value of one enumerated property exactly once.
+ONE_EACH = "x-one-each"
 #: A pattern that is one repeated atom: a character class, an escape or a plain character.
 _ONE_ATOM = re.compile(r"^\^(?P<atom>\[(?:\\.|[^\]\\])+\]|\\.|[^\\\[\](){}*+?|^$.])"
                        r"(?:(?P<plus>\+)|(?P<star>\*)|\{(?P<lo>\d+)(?:(?P<comma>,)(?P<hi>\d*))?\})\$$")
@@ -87,7 +96,7 @@ def json_schema_for(model: type[BaseModel]) -> dict[str, Any]:
     """
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
-    schema = _walk(_inline(raw, defs, ()), lambda n: _portable(_step_float(_close_object(n))))
+    schema = _walk(_inline(raw, defs, ()), lambda n: _one_each(_portable(_step_float(_close_object(n)))))
     unbounded = unbounded_paths(schema)
     if unbounded:
         log.warning("output model %s has unbounded fields (a weak judge may never stop): %s",
@@ -162,6 +171,22 @@ def _portable(node: dict[str, Any]) -> dict[str, Any]:
             node["pattern"] = folded
             node.pop("minLength", None)
             node.pop("maxLength", None)
+    return node
+
+
+def _one_each(node: dict[str, Any]) -> dict[str, Any]:
+    """An array marked ``ONE_EACH`` -> ``prefixItems``, one per value of the marked property, in the
+    enum's order (see the module docstring); the marker itself never reaches the wire."""
+    key = node.pop(ONE_EACH, None)
+    if key is None:
+        return node
+    item = node.get("items")
+    values = item.get("properties", {}).get(key, {}).get("enum") if isinstance(item, dict) else None
+    if not values or node.get("minItems") != len(values) or node.get("maxItems") != len(values):
+        return node  # nothing to pin: the output model's validator alone checks the rule
+    node["prefixItems"] = [{**item, "properties": {**item["properties"], key: {**item["properties"][key],
+                                                                              "enum": [v]}}}
+                           for v in values]
     return node
 
 

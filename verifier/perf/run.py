@@ -117,14 +117,21 @@ async def measure(trajectories: list[Trajectory], config: JudgeConfig, *, latenc
     ticker = asyncio.create_task(lag.run())
     try:
         t0, cpu0 = time.perf_counter(), time.process_time()
-        results = await asyncio.gather(*(verify(t, verifier or VerifierConfig(), judge=judge, cache=cache)
-                                         for t in trajectories))
+        outcomes = await asyncio.gather(*(verify(t, verifier or VerifierConfig(), judge=judge, cache=cache)
+                                          for t in trajectories), return_exceptions=True)
         wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     finally:
         ticker.cancel()
         await judge.aclose()
+    # A failed verification (the random-weight CPU judge can exhaust its re-asks) still sent its
+    # traffic: say so, and count calls and rounds of the verifications that finished.
+    results = [o for o in outcomes if not isinstance(o, BaseException)]
+    for o in outcomes:
+        if isinstance(o, BaseException):
+            print(f"a verification failed (its requests still count): {type(o).__name__}: {o}"[:300],
+                  file=sys.stderr)
     return summarise(screenshots=len(trajectories[0].screenshots), calls=sum(r.usage.calls for r in results),
-                     rounds=max(r.usage.rounds for r in results), wall_s=wall, latency_s=latency_s,
+                     rounds=max((r.usage.rounds for r in results), default=0), wall_s=wall, latency_s=latency_s,
                      requests=requests(), client_cpu_s=cpu, loop_lag_s=lag.worst)
 
 

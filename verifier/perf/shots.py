@@ -63,7 +63,8 @@ def trajectory(m: int, sources: list[bytes], *, run: str = "0") -> Trajectory:
         else:
             data = tagged_png(sources[i % len(sources)], f"run {run} shot {i}")
         shots.append(Screenshot.from_bytes(data, step=i))
-    steps = [Step(index=i, action="click", arguments={"coordinate": [10 * i, 20]}, thought=f"step {i}")
+    # The thoughts name the run: rollouts of one task differ in their histories, as in a GRPO group.
+    steps = [Step(index=i, action="click", arguments={"coordinate": [10 * i, 20]}, thought=f"step {i} of {run}")
              for i in range(1, m + 1)]
     return Trajectory(task=Task(id="bench-http", instruction="Find the best waterfalls to see while hiking "
                                 "in the Superstition Mountains"),

@@ -1,8 +1,8 @@
 """What every stage shares: the run context, one way to call the judge, and the usage ledger.
 
-Every judge call of a verification goes through `Run.ask`, which renders the stage's system
-template, builds [system][user: shared prefix, per-call part, images last] messages, and records
-calls, tokens, latency, the DAG round the call ran in, the model id and the prompt ids/hashes.
+Every judge call of a verification goes through `Run.ask`, which builds [system: the shared
+principles][user: shared context, the stage's instructions, per-call part, images last] messages
+(`rendering.messages`: one prefix for every call, for vLLM's prefix cache), and records calls, tokens, latency, the DAG round the call ran in, the model id and the prompt ids/hashes.
 A stage that fails raises the judge's `JudgeError`; the orchestrator decides whether the run can
 degrade (`Run.degrade`) or must stop.
 """
@@ -20,7 +20,7 @@ from ..config import VerifierConfig
 from ..errors import JudgeError
 from ..judge.base import ImagePart, Judge, Sampling, Usage
 from ..prompts import PromptInfo, render
-from ..rendering import infos, messages
+from ..rendering import SYSTEM_TEMPLATE, infos, messages, system_prompt
 from ..result import DegradedStage, StageUsage, UsageSummary
 from ..schemas import Rubric
 from ..trajectory import Trajectory
@@ -98,11 +98,14 @@ class Run:
     async def ask(self, stage: str, template: str, output_model: type[T], *, depth: int,
                   per_call: str = "", images: Iterable[ImagePart] = (), shared: str | None = None,
                   sampling: Sampling | None = None, variables: dict[str, Any] | None = None) -> T:
-        """One judge call. `template` is the stage's system template (`prompts/<template>`)."""
-        system = render(template, **(variables or {}))
+        """One judge call. `template` is the stage's instructions (`prompts/<template>`), placed after
+        the shared system prompt and context so that they do not break the shared prefix."""
+        instructions = render(template, **(variables or {}))
+        self.ledger.add_prompts(SYSTEM_TEMPLATE)
         self.ledger.add_prompts(template)
         self.ledger.add_prompts("context.user.j2")
-        msgs = messages(system, self.shared if shared is None else shared, per_call, images)
+        msgs = messages(system_prompt(self.rubric), self.shared if shared is None else shared,
+                        instructions.text, per_call, images)
         try:
             reply = await self.judge.complete(msgs, output_model, stage=stage, sampling=sampling)
         except JudgeError as exc:

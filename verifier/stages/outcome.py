@@ -23,8 +23,7 @@ STAGE = "outcome"
 async def vote(r: Run, per_call: str, images: list[ImagePart], depth: int, i: int) -> Outcome:
     assert r.rubric is not None
     return await r.ask(STAGE, "outcome.system.j2", Outcome, depth=depth, per_call=per_call,
-                       images=images, sampling=r.vote_sampling(i),
-                       variables={"profile": r.rubric.permission})  # selects the critical-point rules
+                       images=images, sampling=r.vote_sampling(i))
 
 
 def per_call_text(scores_text: str, evidence_text: str, n_images: int) -> str:

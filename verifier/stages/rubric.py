@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..cache import key_of
 from ..errors import JudgeError
 from ..prompts import prompt_info
-from ..rendering import render_rubric, shared_context
+from ..rendering import SYSTEM_TEMPLATE, infos, render_rubric, shared_context
 from ..result import DegradedStage
 from ..schemas import Rubric, RubricDraft
 from .base import Run
@@ -60,7 +60,8 @@ async def run(r: Run) -> tuple[Rubric, int]:
     if r.cfg.rubric_audit:
         r.ledger.add_prompts("rubric_audit.system.j2")
     key = key_of(r.traj.task.instruction, r.traj.task.start_url, r.cfg.rubric_audit,
-                 prompt_info("rubric.system.j2").sha256, prompt_info("rubric_audit.system.j2").sha256,
+                 *(i.sha256 for i in infos(SYSTEM_TEMPLATE)), prompt_info("rubric.system.j2").sha256,
+                 prompt_info("rubric_audit.system.j2").sha256,
                  judge_identity(r.judge))
     finished = r.cache.ready(STAGE, key)
     (rubric, depth, degraded), hit = await r.cache.get_or_compute(STAGE, key, lambda: _generate(r))
