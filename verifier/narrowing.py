@@ -5,6 +5,10 @@ call's ids, constrained decoding cannot invent an id, skip one or repeat one, an
 backend gets a precise validation error to re-ask with. The built class carries `expected_ids` /
 `expected_screenshots`, which `verifier.testing.ScriptedJudge` reads to answer. Built classes are
 memoised (`lru_cache`), so a group of rollouts sends byte-identical schemas.
+
+Cost: building a pydantic class takes ~0.6 ms, and every relevance call of a single trajectory has
+its own screenshot numbers (a new key). The per-item classes depend on the criterion ids alone, so
+they are built once per rubric (`_item_for`) and shared by every call's row and batch classes.
 """
 from __future__ import annotations
 
@@ -36,12 +40,18 @@ def _check(items: list, key: str, expected: tuple) -> None:
         raise ValueError(f"need exactly one entry per {key} in {list(expected)}; got {got}")
 
 
+@lru_cache(maxsize=128)
+def _item_for(item_base: type[_Out], ids: tuple[str, ...]) -> type[_Out]:
+    """`item_base` with ``criterion_id`` narrowed to `ids` (a rubric's items: one class per rubric)."""
+    return create_model(item_base.__name__ + "For", __base__=item_base,
+                        criterion_id=(Literal[ids], ...))  # type: ignore[valid-type]
+
+
 @lru_cache(maxsize=512)
 def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...] = ()) -> type[_Out]:
     """`base` narrowed to one call: criterion ids (and screenshot numbers) as enums, each exactly once."""
-    Cid = Literal[ids]  # type: ignore[valid-type]
     if base is RelevanceBatch:
-        score = create_model("RelevanceScoreFor", __base__=RelevanceScore, criterion_id=(Cid, ...))
+        score = _item_for(RelevanceScore, ids)
         row = create_model("RelevanceRowFor", __base__=RelevanceRow,
                            screenshot=(Literal[screenshots], ...),  # type: ignore[valid-type]
                            scores=(list[score], Field(min_length=len(ids), max_length=len(ids))))
@@ -55,7 +65,7 @@ def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...
     else:
         item_base = {EvidenceBatch: EvidenceItem, ConditionDecision: ConditionItem,
                      ActionScores: ActionScore, Rescoring: RescoreItem}[base]
-        item = create_model(item_base.__name__ + "For", __base__=item_base, criterion_id=(Cid, ...))
+        item = _item_for(item_base, ids)
 
         def _v(self):
             _check(self.items, "criterion_id", ids)
@@ -64,7 +74,7 @@ def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...
             return self
         fields = {"items": (list[item], Field(min_length=len(ids), max_length=len(ids)))}
         if base is Rescoring:  # one reality note per criterion, written before any score
-            note = create_model("RealityNoteFor", __base__=RealityNote, criterion_id=(Cid, ...))
+            note = _item_for(RealityNote, ids)
             fields = {"reality_notes": (list[note], Field(min_length=len(ids), max_length=len(ids))), **fields}
     model = create_model(base.__name__ + "For", __base__=base,
                          __validators__={"_complete": model_validator(mode="after")(_v)}, **fields)
