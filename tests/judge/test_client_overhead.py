@@ -16,8 +16,11 @@ from verifier.judge import endpoints, openai_compat
 from verifier.judge.base import ImagePart, Message
 from verifier.judge.config import JudgeConfig
 from verifier.judge.endpoints import EndpointPool
+from verifier.judge.images import ImageEncoder
+from verifier.judge.jsonbody import JsonSafe, dumps_body
 from verifier.judge.openai_compat import OpenAICompatJudge
 from verifier.judge.schema import ReplyParseError, json_schema_for, parse_reply
+from verifier.perf.figures import image_placeholder
 from verifier.perf.latency_judge import LatencyJudge
 from verifier.schemas import EvidenceBatch, RelevanceBatch, Rescoring, TaskValidity
 from verifier.trajectory import Screenshot
@@ -159,3 +162,42 @@ def test_echo_judge_replies_without_nagle_delay():
         conn.getresponse().read()
         conn.close()
     assert seen and all(seen)
+
+
+def sdk_bytes(body) -> bytes:
+    from openai._utils._json import openapi_dumps  # what the SDK sends for a JSON body
+
+    return openapi_dumps(body)
+
+
+def test_request_body_bytes_are_the_sdks_with_images_spliced_unescaped():
+    enc = ImageEncoder(max_side=None)
+    url = enc.encode(Screenshot.from_bytes(png((9, 9, 9)), step=1)).url
+    assert isinstance(url, JsonSafe) and url.startswith("data:image/png;base64,")
+    tricky = 'quote " backslash \\ newline \n nul \x00 unit-sep \x1f wide — é 😀 and a fake \\u001f0:0'
+    body = {"model": "judge", "temperature": 0.0, "seed": None, "stop": ("a", "b"),
+            "messages": [{"role": "system", "content": tricky},
+                         {"role": "user", "content": [{"type": "text", "text": tricky},
+                                                      {"type": "image_url", "image_url": {"url": url}, "uuid": "u"},
+                                                      {"type": "image_url", "image_url": {"url": url}}]}],
+            "response_format": {"type": "json_schema", "json_schema": {"schema": {"enum": [1, 2.5, True]}}}}
+    assert dumps_body(body) == sdk_bytes(body)
+    assert dumps_body({"plain": tricky}) == sdk_bytes({"plain": tricky})  # nothing to splice
+    with pytest.raises(ValueError):  # NaN is refused, as the SDK refuses it
+        dumps_body({"x": float("nan"), "u": url})
+
+
+async def test_the_judge_receives_the_sdk_serialisation():
+    """End to end: what reaches the server parses to the request the client built."""
+    server = LatencyJudge(latency_s=0.0).start()
+    judge = OpenAICompatJudge(JudgeConfig(base_urls=[server.url], model="judge", timeout_s=30))
+    try:
+        shot = Screenshot.from_bytes(png((4, 5, 6)), step=1)
+        await judge.complete([Message.system("règles"), Message.user("look", ImagePart(screenshot=shot))],
+                             TaskValidity, stage="t")
+        url = judge.encoder.encode(shot).url
+        assert server.log[0].text == f"<|system|>\nrègles\n<|user|>\nlook\n{image_placeholder(url)}"
+        assert server.log[0].payload_bytes == len("règles") + len("look") + len(url)
+    finally:
+        await judge.aclose()
+        server.stop()

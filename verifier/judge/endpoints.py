@@ -43,6 +43,7 @@ except ImportError:  # pragma: no cover - depends on the installed SDK
 from .breaker import CircuitBreaker
 from .config import JudgeConfig
 from .deadline import time_left
+from .jsonbody import dumps_body
 
 log = logging.getLogger("cua_verifier.judge")
 
@@ -288,10 +289,10 @@ def _client(url: str, key: str, timeout_s: float) -> openai.AsyncOpenAI:
 async def _post(endpoint: Endpoint, request: dict[str, Any]) -> ChatCompletion:
     # The SDK's `chat.completions.create` walks the whole body (messages with base64 images, the
     # JSON schema) through its type transforms: several ms of client CPU per call. Our body is
-    # already plain JSON: post it as it is.
-    body = {k: v for k, v in request.items() if k != "timeout"}
+    # already plain JSON: post it as the bytes the SDK would send, images spliced in unescaped.
+    body = dumps_body({k: v for k, v in request.items() if k != "timeout"})
     try:
-        response = await endpoint.client.post("/chat/completions", body=body, cast_to=ChatCompletion,
+        response = await endpoint.client.post("/chat/completions", content=body, cast_to=ChatCompletion,
                                               options={"timeout": request.get("timeout")})
     except ValueError as exc:  # the SDK could not decode a JSON-typed 200 body (truncated JSON)
         raise MalformedReply(f"HTTP 200 from {endpoint.url} whose body is not valid JSON: {exc}") from exc

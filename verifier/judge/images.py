@@ -43,6 +43,7 @@ from typing import Literal
 from PIL import Image
 
 from ..trajectory import Screenshot, sniff_mime
+from .jsonbody import JsonSafe
 
 _MIME = {"png": "image/png", "jpeg": "image/jpeg"}
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
@@ -170,7 +171,8 @@ class ImageEncoder:
 
     def _url(self, data: bytes, mime: str, digest: str) -> str:
         if self.media_dir is None:
-            return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+            # JSON-safe by construction: the body serialiser copies it instead of escaping it
+            return JsonSafe(f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}")
         path = self.media_dir / f"{digest}.{_EXT[mime]}"
         if not path.is_file():  # content-addressed: an existing file already holds these bytes
             fd, tmp = tempfile.mkstemp(dir=self.media_dir, suffix=".part")
