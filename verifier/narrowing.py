@@ -13,7 +13,7 @@ they are built once per rubric (`_item_for`) and shared by every call's row and 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, create_model, model_validator
 
@@ -51,7 +51,7 @@ def _item_for(item_base: type[_Out], ids: tuple[str, ...]) -> type[_Out]:
 def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...] = ()) -> type[_Out]:
     """`base` narrowed to one call: criterion ids (and screenshot numbers) as enums, each exactly once."""
     if base is RelevanceBatch:
-        score = _item_for(RelevanceScore, ids)
+        score: Any = _item_for(RelevanceScore, ids)  # a class built at run time (not a static type)
         row = create_model("RelevanceRowFor", __base__=RelevanceRow,
                            screenshot=(Literal[screenshots], ...),  # type: ignore[valid-type]
                            scores=(list[score], Field(min_length=len(ids), max_length=len(ids))))
@@ -65,7 +65,7 @@ def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...
     else:
         item_base = {EvidenceBatch: EvidenceItem, ConditionDecision: ConditionItem,
                      ActionScores: ActionScore, Rescoring: RescoreItem}[base]
-        item = _item_for(item_base, ids)
+        item: Any = _item_for(item_base, ids)
 
         def _v(self):
             _check(self.items, "criterion_id", ids)
@@ -74,7 +74,7 @@ def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...
             return self
         fields = {"items": (list[item], Field(min_length=len(ids), max_length=len(ids)))}
         if base is Rescoring:  # one reality note per criterion, written before any score
-            note = _item_for(RealityNote, ids)
+            note: Any = _item_for(RealityNote, ids)
             fields = {"reality_notes": (list[note], Field(min_length=len(ids), max_length=len(ids))), **fields}
     model = create_model(base.__name__ + "For", __base__=base,
                          __validators__={"_complete": model_validator(mode="after")(_v)}, **fields)

@@ -38,7 +38,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 try:  # the HTTP library the SDK is built on (httpx2 in recent SDKs, httpx before)
     from httpx2 import create_ssl_context
 except ImportError:  # pragma: no cover - depends on the installed SDK
-    from httpx import create_ssl_context
+    from httpx import create_ssl_context  # type: ignore[no-redef]
 
 from .breaker import CircuitBreaker
 from .config import JudgeConfig
