@@ -14,7 +14,6 @@ allow_nan=False).encode()``: what the SDK itself would send (its ``openapi_dumps
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from typing import Any
 
@@ -55,14 +54,11 @@ def dumps_body(body: dict[str, Any]) -> bytes:
     skeleton = dumps(swap(body))
     if not safe:
         return skeleton.encode()
-    marker = dumps(token)[1:-1]  # how the token reads inside a JSON string
-    pieces = re.split(f'"{re.escape(marker)}(\\d+)"', skeleton)
-    if len(pieces) != 2 * len(safe) + 1 or skeleton.count(marker) != len(safe):
+    head, *rest = skeleton.split(f'"{dumps(token)[1:-1]}')  # each rest piece: '<index>"...'
+    if len(rest) != len(safe):
         return dumps(body).encode()  # pragma: no cover - a text that spells the token
-    out: list[bytes] = []
-    for i, piece in enumerate(pieces):
-        if i % 2:
-            out += (b'"', safe[int(piece)].encode("ascii"), b'"')
-        else:
-            out.append(piece.encode())
+    out = [head.encode()]
+    for piece in rest:
+        index, _, tail = piece.partition('"')
+        out += (b'"', safe[int(index)].encode("ascii"), b'"', tail.encode())
     return b"".join(out)
