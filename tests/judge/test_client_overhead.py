@@ -201,3 +201,21 @@ async def test_the_judge_receives_the_sdk_serialisation():
     finally:
         await judge.aclose()
         server.stop()
+
+
+def test_a_text_that_spells_the_splice_token_falls_back_to_the_plain_bytes(monkeypatch):
+    from verifier.judge import jsonbody
+
+    monkeypatch.setattr(jsonbody.random, "getrandbits", lambda bits: 0xABC)
+    url = JsonSafe("data:image/png;base64,AAAA")
+    forged = f"\x1f{0xABC:016x}:0"  # the token a predictable generator would draw
+    body = {"messages": [{"content": [{"text": forged}, {"image_url": {"url": url}}]}]}
+    assert dumps_body(body) == sdk_bytes(body)
+
+
+def test_prompt_records_are_computed_once_and_immutable():
+    from verifier.rendering import infos
+
+    first = infos("relevance.system.j2")
+    assert first is infos("relevance.system.j2") and isinstance(first, tuple)
+    assert {i.id for i in first} >= {prompts.prompt_info("relevance.system.j2").id}

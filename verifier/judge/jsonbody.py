@@ -14,7 +14,7 @@ allow_nan=False).encode()``: what the SDK itself would send (its ``openapi_dumps
 from __future__ import annotations
 
 import json
-import secrets
+import random
 from typing import Any
 
 
@@ -35,10 +35,11 @@ def dumps_body(body: dict[str, Any]) -> bytes:
     """`body` as the SDK would serialise it, with each `JsonSafe` string spliced in as it is.
 
     The body is serialised once with a short placeholder per `JsonSafe` string (a random token
-    drawn after the body was built, so no text in it can spell one; if one did appear, the plain
-    serialisation is used), then the strings' bytes are joined in between.
+    drawn after the body was built, so no text in it is likely to spell one; if one did, the count
+    check sees it and the plain serialisation is used), then the strings' bytes are joined in
+    between.
     """
-    token = f"\x1f{secrets.token_hex(8)}:"  # a control character: escaped in the JSON, never raw
+    token = f"\x1f{random.getrandbits(64):016x}:"  # a control character: escaped in the JSON, never raw
     safe: list[str] = []
 
     def swap(node: Any) -> Any:
