@@ -122,3 +122,28 @@ def test_tiny_run_figures_match_the_judge_log():
     assert abs(fig.prefix_share - brute_force_share([r.text for r in log])) < 1e-9
     assert sum(t.count("<image:") for t in texts) >= 2  # the screenshots were sent
     assert fig.overhead_s == max(0.0, fig.wall_s - min(fig.waves, fig.rounds) * 0.05)
+
+
+def test_the_judge_clock_starts_when_the_headers_arrive_not_after_the_body():
+    """Reading and parsing a body of screenshots is the judge's work, not client overhead."""
+    import json as _json
+    import socket
+    import time
+
+    server = LatencyJudge(latency_s=0.0).start()
+    try:
+        body = _json.dumps({"model": "judge", "messages": [{"role": "user", "content": "x"}],
+                            "response_format": {"type": "json_schema", "json_schema": {
+                                "schema": {"type": "object", "properties": {}, "required": []}}}}).encode()
+        head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        with socket.create_connection(server.httpd.server_address[:2], timeout=10) as sock:
+            sent_head = time.monotonic()
+            sock.sendall(head)
+            time.sleep(0.3)  # the body arrives late (a slow upload)
+            sock.sendall(body)
+            assert b" 200 " in sock.recv(65536).split(b"\r\n", 1)[0] + b" "
+    finally:
+        server.stop()
+    (req,) = server.log
+    assert sent_head <= req.start < sent_head + 0.2 and req.end >= sent_head + 0.3

@@ -29,7 +29,7 @@ OVERLAP_EPS_S = 0.001
 class Request:
     """One chat completion as the judge saw it."""
 
-    start: float  # request fully received (monotonic seconds)
+    start: float  # request headers received: the judge's clock starts (monotonic seconds)
     end: float  # reply written
     text: str  # flattened messages (see `request_text`)
     payload_bytes: int  # characters of message content, image URLs included
