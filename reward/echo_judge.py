@@ -92,6 +92,10 @@ class EchoJudgeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: with Nagle on, the body waits for the
+            # client's delayed ACK (40 ms on Linux) on every reused connection. Real servers
+            # (uvicorn under vLLM) set TCP_NODELAY too.
+            disable_nagle_algorithm = True
             timeout = read_timeout_s  # socket timeout: a stalled header line ends the connection
 
             def log_message(self, *args: Any) -> None:

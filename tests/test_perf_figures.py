@@ -66,10 +66,18 @@ def test_vllm_prefix_cache_counters_and_rate():
 
 
 def test_figures_arithmetic():
-    f = Figures(screenshots=50, calls=50, rounds=6, waves=7, wall_s=4.0, latency_s=0.5, payload_bytes=0,
+    f = Figures(screenshots=50, calls=50, rounds=6, waves=6, wall_s=4.0, latency_s=0.5, payload_bytes=0,
                 prefix_share=0.5)
-    assert (f.ideal_s, f.judge_path_s, f.overhead_s, f.overhead_share) == (3.0, 3.5, 0.5, 0.125)
-    assert "12%" in table([f]) and "x1.33" in table([f])
+    assert (f.ideal_s, f.judge_path_s, f.overhead_s, f.overhead_share) == (3.0, 3.0, 1.0, 0.25)
+    assert "25%" in table([f]) and "x1.33" in table([f])
+    # a wave the DAG did not need (a call queued behind its own round) is client time, not judge time
+    extra = Figures(screenshots=50, calls=50, rounds=6, waves=7, wall_s=4.0, latency_s=0.5, payload_bytes=0,
+                    prefix_share=0.5)
+    assert (extra.judge_path_s, extra.overhead_s) == (3.0, 1.0)
+    # fewer observed waves than logical rounds (a round served from a cache): only real waves count
+    fewer = Figures(screenshots=5, calls=5, rounds=6, waves=4, wall_s=2.2, latency_s=0.5, payload_bytes=0,
+                    prefix_share=0.0)
+    assert (fewer.judge_path_s, round(fewer.overhead_s, 9)) == (2.0, 0.2)
 
 
 def test_tagged_copies_are_distinct_bytes_with_the_same_pixels():
@@ -113,4 +121,29 @@ def test_tiny_run_figures_match_the_judge_log():
     texts = [r.text for r in sorted(log, key=lambda r: r.start)]
     assert abs(fig.prefix_share - brute_force_share([r.text for r in log])) < 1e-9
     assert sum(t.count("<image:") for t in texts) >= 2  # the screenshots were sent
-    assert fig.overhead_s == max(0.0, fig.wall_s - fig.waves * 0.05)
+    assert fig.overhead_s == max(0.0, fig.wall_s - min(fig.waves, fig.rounds) * 0.05)
+
+
+def test_the_judge_clock_starts_when_the_headers_arrive_not_after_the_body():
+    """Reading and parsing a body of screenshots is the judge's work, not client overhead."""
+    import json as _json
+    import socket
+    import time
+
+    server = LatencyJudge(latency_s=0.0).start()
+    try:
+        body = _json.dumps({"model": "judge", "messages": [{"role": "user", "content": "x"}],
+                            "response_format": {"type": "json_schema", "json_schema": {
+                                "schema": {"type": "object", "properties": {}, "required": []}}}}).encode()
+        head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        with socket.create_connection(server.httpd.server_address[:2], timeout=10) as sock:
+            sent_head = time.monotonic()
+            sock.sendall(head)
+            time.sleep(0.3)  # the body arrives late (a slow upload)
+            sock.sendall(body)
+            assert b" 200 " in sock.recv(65536).split(b"\r\n", 1)[0] + b" "
+    finally:
+        server.stop()
+    (req,) = server.log
+    assert sent_head <= req.start < sent_head + 0.2 and req.end >= sent_head + 0.3

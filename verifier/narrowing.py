@@ -6,6 +6,10 @@ constrained decoding cannot invent an id, skip one or repeat one, and a plain-JS
 backend gets a precise validation error to re-ask with. The built class carries `expected_ids` /
 `expected_screenshots`, which `verifier.testing.ScriptedJudge` reads to answer. Built classes are
 memoised (`lru_cache`), so a group of rollouts sends byte-identical schemas.
+
+Cost: building a pydantic class takes ~0.6 ms, and every relevance call of a single trajectory has
+its own screenshot numbers (a new key). The per-item classes depend on the criterion ids alone, so
+they are built once per rubric (`_item_for`) and shared by every call's row and batch classes.
 """
 from __future__ import annotations
 
@@ -44,12 +48,18 @@ def _each(key: str, values: tuple) -> Any:
     return Field(min_length=len(values), max_length=len(values), json_schema_extra={ONE_EACH: key})
 
 
+@lru_cache(maxsize=128)
+def _item_for(item_base: type[_Out], ids: tuple[str, ...]) -> type[_Out]:
+    """`item_base` with ``criterion_id`` narrowed to `ids` (a rubric's items: one class per rubric)."""
+    return create_model(item_base.__name__ + "For", __base__=item_base,
+                        criterion_id=(Literal[ids], ...))  # type: ignore[valid-type]
+
+
 @lru_cache(maxsize=512)
 def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...] = ()) -> type[_Out]:
     """`base` narrowed to one call: criterion ids (and screenshot numbers) as enums, each exactly once."""
-    Cid = Literal[ids]  # type: ignore[valid-type]
     if base is RelevanceBatch:
-        score = create_model("RelevanceScoreFor", __base__=RelevanceScore, criterion_id=(Cid, ...))
+        score: Any = _item_for(RelevanceScore, ids)  # a class built at run time (not a static type)
         row = create_model("RelevanceRowFor", __base__=RelevanceRow,
                            screenshot=(Literal[screenshots], ...),  # type: ignore[valid-type]
                            scores=(list[score], _each("criterion_id", ids)))
@@ -63,7 +73,7 @@ def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...
     else:
         item_base = {EvidenceBatch: EvidenceItem, ConditionDecision: ConditionItem,
                      ActionScores: ActionScore, Rescoring: RescoreItem}[base]
-        item = create_model(item_base.__name__ + "For", __base__=item_base, criterion_id=(Cid, ...))
+        item: Any = _item_for(item_base, ids)
 
         def _v(self):
             _check(self.items, "criterion_id", ids)
@@ -72,7 +82,7 @@ def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...
             return self
         fields = {"items": (list[item], _each("criterion_id", ids))}
         if base is Rescoring:  # one reality note per criterion, written before any score
-            note = create_model("RealityNoteFor", __base__=RealityNote, criterion_id=(Cid, ...))
+            note: Any = _item_for(RealityNote, ids)
             fields = {"reality_notes": (list[note], _each("criterion_id", ids)), **fields}
     model = create_model(base.__name__ + "For", __base__=base,
                          __validators__={"_complete": model_validator(mode="after")(_v)}, **fields)

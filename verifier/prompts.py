@@ -20,7 +20,9 @@ from pydantic import BaseModel
 _HEADER = re.compile(r"\{#\s*id:\s*(?P<id>[\w.\-]+)\s+version:\s*(?P<version>[\w.\-]+)\s*#\}")
 
 
+@cache
 def prompts_dir() -> Path:
+    """The templates folder (resolved once per process: every judge call records its prompts)."""
     here = Path(__file__).resolve().parent
     for candidate in (here / "_prompts", here.parent / "prompts"):
         if candidate.is_dir():
@@ -48,6 +50,9 @@ def _env() -> jinja2.Environment:
         keep_trailing_newline=False,
         trim_blocks=True,
         lstrip_blocks=True,
+        # Templates are read once per process, like `prompt_info`'s hash: no stat per render, and
+        # a file edited mid-run can never be rendered under the hash recorded for the old text.
+        auto_reload=False,
     )
 
 

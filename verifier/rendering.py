@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
+from functools import cache
 from typing import Any
 
 from .config import VerifierConfig
@@ -213,7 +214,8 @@ def messages(system: RenderedPrompt, shared: str, instructions: str = "", per_ca
     return [Message.system(system.text), Message(role="user", content=parts)]
 
 
-def infos(name: str) -> list[PromptInfo]:
+@cache  # every judge call records its prompts; templates are read once per process (`prompts`)
+def infos(name: str) -> tuple[PromptInfo, ...]:
     """PromptInfo of template `name` and of every template it includes (recursively)."""
     seen: dict[str, PromptInfo] = {}
 
@@ -224,7 +226,7 @@ def infos(name: str) -> list[PromptInfo]:
         for inc in _INCLUDE.findall((prompts_dir() / n).read_text(encoding="utf-8")):
             walk(inc)
     walk(name)
-    return list(seen.values())
+    return tuple(seen.values())
 
 
 def history_text(traj: Trajectory, cfg: VerifierConfig) -> str:

@@ -216,6 +216,11 @@ class Screenshot(BaseModel):
             self._sha = hashlib.sha256(self.bytes()).hexdigest()
         return self._sha
 
+    @property
+    def known_sha256(self) -> str | None:
+        """`sha256` if already computed, else None (never reads or hashes anything)."""
+        return self._sha
+
     def image(self, *, max_pixels: int = MAX_SCREENSHOT_PIXELS) -> Image.Image:
         """Decode, with a pixel-count guard checked *before* the full decode.
 

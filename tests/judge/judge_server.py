@@ -77,6 +77,7 @@ class ScriptedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # as uvicorn (vLLM): no 40 ms delayed-ACK stall per reply
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
@@ -87,6 +88,7 @@ class ScriptedServer:
                 server._serve(self, body)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.socket.listen(1024)  # socketserver's backlog of 5 drops SYNs of a burst (1 s retransmit)
         self.httpd.daemon_threads = True
         self.httpd.handle_error = lambda *a: None  # broken pipes after client timeouts are expected
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},

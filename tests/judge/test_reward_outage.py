@@ -86,8 +86,12 @@ async def test_breaker_fails_fast_while_down_and_rewards_return_with_the_judge(s
     await healthy.process.session.aclose()
 
     server.default = fault("hang") if outage == "hang" else status(503)
-    r = uv(server.url, judge={"timeout_s": 0.4, "transport_retries": 4, "breaker_failures": 2,
-                              "breaker_cooldown_s": 1.0}, batch_deadline_s=30.0)
+    # The two tasks' first requests fail a few ms apart (more on a loaded machine): a backoff longer
+    # than that keeps a retry from slipping in before the second failure opens the circuit. The
+    # timeout leaves the recovered judge's burst of replies room on a loaded 2-core machine.
+    r = uv(server.url, judge={"timeout_s": 0.8, "transport_retries": 4, "breaker_failures": 2,
+                              "breaker_cooldown_s": 1.0, "backoff_initial_s": 0.2, "backoff_max_s": 0.2},
+           batch_deadline_s=30.0)
     first, took_first = await timed(r.process, *rollouts("wave1"))
     asked = len(server.requests)
     assert first == [None] * 6 and took_first < 2.0, took_first  # 2 failures open it, not 2 x 5 tries

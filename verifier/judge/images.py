@@ -11,7 +11,9 @@ Encoding dominates the client's CPU (a 1440x900 PNG costs ~0.1 s to decode, ~0.2
 - each result is kept in an LRU keyed by the source's sha256, so a screenshot shown to several
   stages, or to every rollout of a GRPO group, is prepared once per process (single flight under
   a thread lock: TRL calls reward functions from its own event-loop thread);
-- the caller runs `encode` in a worker thread (the judge renders in ``asyncio.to_thread``).
+- the caller runs `encode` in a worker thread (the judge renders in ``asyncio.to_thread``), unless
+  every image of the call is `ready` (already prepared): a thread hop then costs more than the
+  dictionary lookups it would run.
 
 Transport: a ``data:`` URL (base64) by default; with ``media_dir`` the bytes are written once to a
 content-addressed file there and sent as a ``file://`` URL, for a vLLM server on the same host
@@ -41,6 +43,7 @@ from typing import Literal
 from PIL import Image
 
 from ..trajectory import Screenshot, sniff_mime
+from .jsonbody import JsonSafe
 
 _MIME = {"png": "image/png", "jpeg": "image/jpeg"}
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
@@ -112,6 +115,11 @@ class ImageEncoder:
                 self._cache.move_to_end(sha256)
             return hit
 
+    def ready(self, shot: Screenshot) -> bool:
+        """True when `encode(shot)` is a cache lookup: no read, no hash, no image work left."""
+        sha = shot.known_sha256
+        return sha is not None and self.cached(sha) is not None
+
     def encode(self, shot: Screenshot) -> EncodedImage:
         """The reference for `shot` (cached). Raises `ScreenshotError` on unreadable images."""
         key = shot.sha256
@@ -163,7 +171,8 @@ class ImageEncoder:
 
     def _url(self, data: bytes, mime: str, digest: str) -> str:
         if self.media_dir is None:
-            return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+            # JSON-safe by construction: the body serialiser copies it instead of escaping it
+            return JsonSafe(f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}")
         path = self.media_dir / f"{digest}.{_EXT[mime]}"
         if not path.is_file():  # content-addressed: an existing file already holds these bytes
             fd, tmp = tempfile.mkstemp(dir=self.media_dir, suffix=".part")

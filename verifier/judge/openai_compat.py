@@ -128,7 +128,10 @@ class OpenAICompatJudge:
                 else:
                     log.debug("judge call stage=%s served from cache", stage)
                     return Reply(parsed=parsed, usage=Usage(cached=True), model=hit.model, raw=hit.raw)
-        rendered = await asyncio.to_thread(self._render, messages, output_model)
+        if self._prepared(messages):  # nothing left but dictionary lookups: no thread hop
+            rendered = self._render(messages, output_model)
+        else:
+            rendered = await asyncio.to_thread(self._render, messages, output_model)
         reply = await self._ask(rendered, output_model, schema, stage, sampling)
         if key is not None and self.cache is not None:
             self.cache.put(key, reply.raw, reply.model)
@@ -139,6 +142,10 @@ class OpenAICompatJudge:
         return self.config.structured_output == "json_object"
 
     # ---- rendering ----------------------------------------------------------------------------
+    def _prepared(self, messages: list[Message]) -> bool:
+        """Every image of `messages` is already in the encoder's cache (text-only calls too)."""
+        return all(self.encoder.ready(p.screenshot) for m in messages for p in m.content if p.type == "image")
+
     def _render(self, messages: list[Message], output_model: type[BaseModel]) -> list[dict[str, Any]]:
         """Protocol messages -> OpenAI chat messages (runs in a worker thread: images are encoded)."""
         out = render_chat(messages, self.encoder, image_uuid=self.config.image_uuid)

@@ -3,7 +3,8 @@
 - Critical path: the logical ``usage.rounds`` says how many sequential rounds the DAG *needs*; what
   a run actually *took* is read from the judge's own request timestamps: the longest chain of
   requests each of which started after the previous one had finished. With a fixed judge latency L
-  and no client overhead, wall time = waves x L; anything above that is client-side time.
+  and no client overhead, wall time = waves x L = rounds x L; anything above min(waves, rounds) x L
+  is client-side time (an extra wave is too: the DAG did not need it).
 - Prefix-repeat share: the characters of each request's text (images as placeholders) that repeat
   the start of an earlier request, over all characters sent. It bounds what a prefix cache can reuse
   and is measured on the wire, so it holds for any server.
@@ -28,7 +29,7 @@ OVERLAP_EPS_S = 0.001
 class Request:
     """One chat completion as the judge saw it."""
 
-    start: float  # request fully received (monotonic seconds)
+    start: float  # request headers received: the judge's clock starts (monotonic seconds)
     end: float  # reply written
     text: str  # flattened messages (see `request_text`)
     payload_bytes: int  # characters of message content, image URLs included
@@ -131,12 +132,17 @@ class Figures:
 
     @property
     def judge_path_s(self) -> float:
-        """Judge time on the observed critical path."""
-        return self.waves * self.latency_s
+        """Judge time the run could not avoid: the observed critical path, but never more waves
+        than the DAG's logical rounds. A wave beyond them (a call sent only after another of its
+        round had finished: a concurrency limit, a stalled event loop) is the client's doing."""
+        waves = min(self.waves, self.rounds) if self.rounds else self.waves
+        return waves * self.latency_s
 
     @property
     def overhead_s(self) -> float:
-        """Wall time not spent waiting on the judge along the critical path."""
+        """Client overhead: wall time not covered by unavoidable judge latency (`judge_path_s`).
+        It includes building and sending the requests, the judge reading and parsing them before
+        its clock starts, and handling the replies."""
         return max(0.0, self.wall_s - self.judge_path_s)
 
     @property

@@ -39,6 +39,17 @@ class LatencyJudge(EchoJudgeServer):
         self.latency_s = latency_s
         self.log: list[Request] = []
         self._log_lock = threading.Lock()
+        # The clock of a request starts when its headers have arrived: reading and parsing a body
+        # of several MB of screenshots is the judge's own work (vLLM's too, inside its latency),
+        # not client overhead. One thread per connection, one request at a time: a thread-local.
+        arrival = self._arrival = threading.local()
+
+        class Stamped(self.httpd.RequestHandlerClass):  # type: ignore[name-defined,misc]
+            def parse_request(self) -> bool:
+                arrival.t = time.monotonic()
+                return super().parse_request()
+
+        self.httpd.RequestHandlerClass = Stamped
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         if path.rstrip("/").endswith("/bench/log"):
@@ -48,7 +59,7 @@ class LatencyJudge(EchoJudgeServer):
             with self._log_lock:
                 self.log.clear()
             return 200, {"ok": True}
-        start = time.monotonic()
+        start = getattr(self._arrival, "t", None) or time.monotonic()
         text, size = request_text(body)
         time.sleep(max(0.0, self.latency_s - (time.monotonic() - start)))
         status, reply = super().answer(path, body)

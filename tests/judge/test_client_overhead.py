@@ -1,0 +1,221 @@
+"""The caches and shortcuts that keep the client's per-call CPU low: each gives exactly what the
+uncached path gives (same schema, same validation, same request), and is keyed by what it depends on."""
+from __future__ import annotations
+
+import asyncio
+import io
+import socket
+from http.client import HTTPConnection
+
+import pytest
+from PIL import Image
+
+from reward.echo_judge import EchoJudgeServer
+from verifier import narrowing, prompts
+from verifier.judge import endpoints, openai_compat
+from verifier.judge.base import ImagePart, Message
+from verifier.judge.config import JudgeConfig
+from verifier.judge.endpoints import EndpointPool
+from verifier.judge.images import ImageEncoder
+from verifier.judge.jsonbody import JsonSafe, dumps_body
+from verifier.judge.openai_compat import OpenAICompatJudge
+from verifier.judge.schema import ReplyParseError, json_schema_for, parse_reply
+from verifier.perf.figures import image_placeholder
+from verifier.perf.latency_judge import LatencyJudge
+from verifier.schemas import EvidenceBatch, RelevanceBatch, Rescoring, TaskValidity
+from verifier.trajectory import Screenshot
+
+
+def cold(base, ids, shots=()):
+    """`for_call` + its schema with every cache emptied first (what the code did before caching)."""
+    narrowing.for_call.cache_clear()
+    narrowing._item_for.cache_clear()
+    json_schema_for.cache_clear()
+    model = narrowing.for_call(base, ids, shots)
+    return model, json_schema_for(model)
+
+
+@pytest.mark.parametrize("base", [RelevanceBatch, EvidenceBatch, Rescoring])
+def test_per_rubric_item_classes_give_the_uncached_schema_and_checks(base):
+    rubric_a, rubric_b = ("c1", "c2", "c3"), ("c1", "c2", "c9")  # same length, one id differs
+    calls = [(rubric_a, (1,)), (rubric_a, (2, 3)), (rubric_b, (2, 3)), (rubric_a, (4,))]
+    if base is not RelevanceBatch:
+        calls = [(ids, ()) for ids, _ in calls]
+    expected = [cold(base, ids, shots)[1] for ids, shots in calls]
+    narrowing.for_call.cache_clear()
+    narrowing._item_for.cache_clear()
+    warm = [narrowing.for_call(base, ids, shots) for ids, shots in calls]
+    assert [json_schema_for(m) for m in warm] == expected
+    assert str(expected[1]) != str(expected[2])  # the enum follows the rubric, not its length
+    if base is RelevanceBatch:  # a reply naming another rubric's id is refused, as before
+        reply = ('{"rows": [{"screenshot": 2, "scores": [{"criterion_id": "c1", "score": 1}, '
+                 '{"criterion_id": "c2", "score": 1}, {"criterion_id": "c9", "score": 1}]}, '
+                 '{"screenshot": 3, "scores": [{"criterion_id": "c1", "score": 1}, '
+                 '{"criterion_id": "c2", "score": 1}, {"criterion_id": "c9", "score": 1}]}]}')
+        assert len(parse_reply(reply, warm[2]).rows) == 2
+        with pytest.raises(ReplyParseError) as warm_err:
+            parse_reply(reply, warm[1])
+        with pytest.raises(ReplyParseError) as cold_err:
+            parse_reply(reply, cold(base, rubric_a, (2, 3))[0])
+        assert warm_err.value.feedback == cold_err.value.feedback  # the re-ask text is unchanged
+
+
+def test_template_edited_mid_run_is_not_rendered_under_the_old_hash(tmp_path, monkeypatch):
+    """Templates are read once per process, like the hash every result records for them."""
+    (tmp_path / "t.j2").write_text("{# id: t version: 1 #}\nold {{ x }}", encoding="utf-8")
+    monkeypatch.setattr(prompts, "prompts_dir", lambda: tmp_path)
+    prompts._env.cache_clear()
+    prompts.prompt_info.cache_clear()
+    try:
+        first = prompts.render("t.j2", x=1)
+        (tmp_path / "t.j2").write_text("{# id: t version: 1 #}\nnew {{ x }}", encoding="utf-8")
+        second = prompts.render("t.j2", x=1)
+        assert first == second and first.text == "old 1"
+    finally:
+        prompts._env.cache_clear()
+        prompts.prompt_info.cache_clear()
+
+
+def test_prompts_dir_is_resolved_once():
+    assert prompts.prompts_dir() is prompts.prompts_dir()
+    assert (prompts.prompts_dir() / "context.user.j2").is_file()
+
+
+def test_one_tls_context_per_process_with_the_sdk_checks(monkeypatch):
+    built = []
+    real = endpoints.create_ssl_context
+
+    def counting():
+        built.append(1)
+        return real()
+
+    monkeypatch.setattr(endpoints, "create_ssl_context", counting)
+    endpoints.shared_ssl_context.cache_clear()
+    try:
+        pool = EndpointPool(JudgeConfig(base_urls=["https://a.invalid/v1", "https://b.invalid/v1"], model="m"))
+
+        async def clients():  # a fresh event loop each time, as offline scoring's asyncio.run
+            found = [e.client for e in pool._pool().endpoints]
+            await pool.aclose()
+            return found
+
+        made = asyncio.run(clients()) + asyncio.run(clients())
+        assert len(made) == 4 and len(built) == 1  # four clients, one CA bundle read
+        ctx = endpoints.shared_ssl_context()
+        assert ctx.verify_mode.name == "CERT_REQUIRED" and ctx.check_hostname
+    finally:
+        endpoints.shared_ssl_context.cache_clear()
+
+
+def png(color: tuple[int, int, int]) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (32, 24), color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+async def test_prepared_images_render_on_the_loop_with_the_same_request(monkeypatch):
+    hops = []
+    real = asyncio.to_thread
+
+    async def counted(fn, *args, **kwargs):
+        if fn.__name__ == "_render":  # (the SDK hops for its own reasons too)
+            hops.append(fn.__name__)
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(openai_compat.asyncio, "to_thread", counted)
+    server = LatencyJudge(latency_s=0.0).start()
+    judge = OpenAICompatJudge(JudgeConfig(base_urls=[server.url], model="judge", timeout_s=30))
+    try:
+        shot = Screenshot.from_bytes(png((1, 2, 3)), step=1)
+        msgs = [Message.system("rules"), Message.user("look", ImagePart(screenshot=shot, label="Screenshot 1"))]
+        assert not judge.encoder.ready(shot)
+        await judge.complete(msgs, TaskValidity, stage="t")  # new image: prepared in a worker thread
+        assert hops == ["_render"] and judge.encoder.ready(shot)
+        await judge.complete(msgs, TaskValidity, stage="t")  # prepared: no hop
+        await judge.complete([Message.system("rules"), Message.user("text only")], TaskValidity, stage="t")
+        assert hops == ["_render"]
+        texts = [r.text for r in server.log]
+        assert texts[0] == texts[1] and "<image:" in texts[0]  # the judge got the same request
+        fresh = Screenshot.from_bytes(png((1, 2, 3)), step=2)  # same bytes, hash not computed yet
+        assert not judge.encoder.ready(fresh)  # never hashes on the loop
+    finally:
+        await judge.aclose()
+        server.stop()
+
+
+def test_echo_judge_replies_without_nagle_delay():
+    """Headers and body leave in two writes: with Nagle on, the body of every reply on a reused
+    connection waited for the client's delayed ACK (40 ms), which the benchmark counted as client
+    overhead. The accepted socket must have TCP_NODELAY, as uvicorn's (vLLM) has."""
+    seen: list[int] = []
+    with EchoJudgeServer() as server:
+        handler = server.httpd.RequestHandlerClass
+        setup = handler.setup
+
+        def spy(self):
+            setup(self)
+            seen.append(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+        handler.setup = spy
+        conn = HTTPConnection(server.httpd.server_address[0], server.httpd.server_port, timeout=10)
+        conn.request("POST", "/v1/models", body=b"{}", headers={"Content-Type": "application/json"})
+        conn.getresponse().read()
+        conn.close()
+    assert seen and all(seen)
+
+
+def sdk_bytes(body) -> bytes:
+    from openai._utils._json import openapi_dumps  # what the SDK sends for a JSON body
+
+    return openapi_dumps(body)
+
+
+def test_request_body_bytes_are_the_sdks_with_images_spliced_unescaped():
+    enc = ImageEncoder(max_side=None)
+    url = enc.encode(Screenshot.from_bytes(png((9, 9, 9)), step=1)).url
+    assert isinstance(url, JsonSafe) and url.startswith("data:image/png;base64,")
+    tricky = 'quote " backslash \\ newline \n nul \x00 unit-sep \x1f wide — é 😀 and a fake \\u001f0:0'
+    body = {"model": "judge", "temperature": 0.0, "seed": None, "stop": ("a", "b"),
+            "messages": [{"role": "system", "content": tricky},
+                         {"role": "user", "content": [{"type": "text", "text": tricky},
+                                                      {"type": "image_url", "image_url": {"url": url}, "uuid": "u"},
+                                                      {"type": "image_url", "image_url": {"url": url}}]}],
+            "response_format": {"type": "json_schema", "json_schema": {"schema": {"enum": [1, 2.5, True]}}}}
+    assert dumps_body(body) == sdk_bytes(body)
+    assert dumps_body({"plain": tricky}) == sdk_bytes({"plain": tricky})  # nothing to splice
+    with pytest.raises(ValueError):  # NaN is refused, as the SDK refuses it
+        dumps_body({"x": float("nan"), "u": url})
+
+
+async def test_the_judge_receives_the_sdk_serialisation():
+    """End to end: what reaches the server parses to the request the client built."""
+    server = LatencyJudge(latency_s=0.0).start()
+    judge = OpenAICompatJudge(JudgeConfig(base_urls=[server.url], model="judge", timeout_s=30))
+    try:
+        shot = Screenshot.from_bytes(png((4, 5, 6)), step=1)
+        await judge.complete([Message.system("règles"), Message.user("look", ImagePart(screenshot=shot))],
+                             TaskValidity, stage="t")
+        url = judge.encoder.encode(shot).url
+        assert server.log[0].text == f"<|system|>\nrègles\n<|user|>\nlook\n{image_placeholder(url)}"
+        assert server.log[0].payload_bytes == len("règles") + len("look") + len(url)
+    finally:
+        await judge.aclose()
+        server.stop()
+
+
+def test_a_text_that_spells_the_splice_token_falls_back_to_the_plain_bytes(monkeypatch):
+    from verifier.judge import jsonbody
+
+    monkeypatch.setattr(jsonbody.random, "getrandbits", lambda bits: 0xABC)
+    url = JsonSafe("data:image/png;base64,AAAA")
+    forged = f"\x1f{0xABC:016x}:0"  # the token a predictable generator would draw
+    body = {"messages": [{"content": [{"text": forged}, {"image_url": {"url": url}}]}]}
+    assert dumps_body(body) == sdk_bytes(body)
+
+
+def test_prompt_records_are_computed_once_and_immutable():
+    from verifier.rendering import infos
+
+    first = infos("relevance.system.j2")
+    assert first is infos("relevance.system.j2") and isinstance(first, tuple)
+    assert {i.id for i in first} >= {prompts.prompt_info("relevance.system.j2").id}

@@ -1,0 +1,65 @@
+"""The request body as JSON bytes, without re-escaping the screenshots on every call.
+
+Why: a real 1440x900 screenshot is a ~1-2 MB base64 data URL, and each one goes into several
+requests (relevance, evidence, rescoring, outcome). ``json.dumps`` scans and copies every string it
+writes (~4 ms per MB here), and a body whose text holds one non-ASCII character becomes a wide
+string that costs as much again to encode: with real screenshots this was the largest share of
+the client's CPU. A data URL is JSON-safe by construction (``data:<mime>;base64,`` + the base64
+alphabet: no quote, backslash or control character), so `ImageEncoder` marks it once as `JsonSafe`
+and `dumps_body` copies its bytes between quotes instead of escaping it again.
+
+`dumps_body(body)` is byte-for-byte ``json.dumps(body, ensure_ascii=False, separators=(",", ":"),
+allow_nan=False).encode()``: what the SDK itself would send (its ``openapi_dumps``).
+"""
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+
+class JsonSafe(str):
+    """A string that needs no JSON escaping (ASCII, no ``"``, ``\\`` or control characters).
+
+    Only code that built the string knows this (checking costs as much as escaping), so only the
+    image encoder creates them; everywhere else it behaves as the plain string it is.
+    """
+
+
+def dumps(value: Any) -> str:
+    """The SDK's JSON settings (compact, UTF-8 kept, no NaN)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def dumps_body(body: dict[str, Any]) -> bytes:
+    """`body` as the SDK would serialise it, with each `JsonSafe` string spliced in as it is.
+
+    The body is serialised once with a short placeholder per `JsonSafe` string (a random token
+    drawn after the body was built, so no text in it is likely to spell one; if one did, the count
+    check sees it and the plain serialisation is used), then the strings' bytes are joined in
+    between.
+    """
+    token = f"\x1f{random.getrandbits(64):016x}:"  # a control character: escaped in the JSON, never raw
+    safe: list[str] = []
+
+    def swap(node: Any) -> Any:
+        if type(node) is JsonSafe:
+            safe.append(node)
+            return f"{token}{len(safe) - 1}"
+        if isinstance(node, dict):
+            return {k: swap(v) for k, v in node.items()}
+        if isinstance(node, (list, tuple)):
+            return [swap(v) for v in node]
+        return node
+
+    skeleton = dumps(swap(body))
+    if not safe:
+        return skeleton.encode()
+    head, *rest = skeleton.split(f'"{dumps(token)[1:-1]}')  # each rest piece: '<index>"...'
+    if len(rest) != len(safe):
+        return dumps(body).encode()  # pragma: no cover - a text that spells the token
+    out = [head.encode()]
+    for piece in rest:
+        index, _, tail = piece.partition('"')
+        out += (b'"', safe[int(index)].encode("ascii"), b'"', tail.encode())
+    return b"".join(out)
