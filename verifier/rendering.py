@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from .config import VerifierConfig
@@ -31,7 +31,7 @@ from .fencing import FENCE, defuse, fence  # noqa: F401 - FENCE, defuse re-expor
 from .judge.base import ImagePart, Message, TextPart
 from .prompts import PromptInfo, RenderedPrompt, prompt_info, prompts_dir, render
 from .result import HistoryView, Truncation
-from .schemas import Rubric
+from .schemas import PermissionProfile, Rubric
 from .trajectory import RunStatus, Trajectory
 
 _INCLUDE = re.compile(r"""\{%-?\s*include\s+["']([^"']+)["']""")
@@ -183,9 +183,16 @@ def system_prompt(rubric: Rubric | None) -> RenderedPrompt:
     rubric's permission profile (the same for every call after the rubric, and for every rollout
     of the task); without one (the rubric calls, which write that profile) it stops before them,
     so those calls share everything up to there."""
-    if rubric is None:
+    return _system_prompt(None if rubric is None else rubric.permission.model_dump_json())
+
+
+@lru_cache(maxsize=256)
+def _system_prompt(profile_json: str | None) -> RenderedPrompt:
+    """Rendered once per permission profile (the largest prompt, sent with every call; a group's
+    rollouts share one profile). Callers must not mutate the returned prompt."""
+    if profile_json is None:
         return render(SYSTEM_TEMPLATE, rules=False)
-    return render(SYSTEM_TEMPLATE, rules=True, profile=rubric.permission)
+    return render(SYSTEM_TEMPLATE, rules=True, profile=PermissionProfile.model_validate_json(profile_json))
 
 
 def shared_context(traj: Trajectory, cfg: VerifierConfig, rubric: Rubric | None, *,

@@ -219,3 +219,21 @@ def test_prompt_records_are_computed_once_and_immutable():
     first = infos("relevance.system.j2")
     assert first is infos("relevance.system.j2") and isinstance(first, tuple)
     assert {i.id for i in first} >= {prompts.prompt_info("relevance.system.j2").id}
+
+
+def test_shared_system_prompt_is_rendered_once_per_permission_profile():
+    from verifier import rendering
+    from verifier.prompts import render
+    from verifier.schemas import PermissionProfile, Rubric
+
+    rendering._system_prompt.cache_clear()
+    granted = PermissionProfile(permission="granted", permission_quote="you may buy it")
+    rubric = Rubric.model_validate({"criteria": [], "permission": granted.model_dump()})
+    other = rubric.model_copy(update={"permission": PermissionProfile()})
+    first = rendering.system_prompt(rubric)
+    assert rendering.system_prompt(rubric) is first  # served from the cache
+    assert first == render(rendering.SYSTEM_TEMPLATE, rules=True, profile=granted)  # same as uncached
+    assert "you may buy it" in first.text and first.text != rendering.system_prompt(other).text
+    assert rendering.system_prompt(other) == render(rendering.SYSTEM_TEMPLATE, rules=True, profile=PermissionProfile())
+    assert rendering.system_prompt(None) == render(rendering.SYSTEM_TEMPLATE, rules=False)
+    assert rendering._system_prompt.cache_info().currsize == 3
