@@ -190,7 +190,7 @@ def _one_each(node: dict[str, Any]) -> dict[str, Any]:
         return node
     item = node.get("items")
     values = item.get("properties", {}).get(key, {}).get("enum") if isinstance(item, dict) else None
-    if not values or node.get("minItems") != len(values) or node.get("maxItems") != len(values):
+    if not isinstance(item, dict) or not values or node.get("minItems") != len(values) or node.get("maxItems") != len(values):
         return node  # nothing to pin: the output model's validator alone checks the rule
     node["prefixItems"] = [{**item, "properties": {**item["properties"], key: {**item["properties"][key],
                                                                               "enum": [v]}}}
