@@ -10,6 +10,10 @@ memoised (`lru_cache`), so a group of rollouts sends byte-identical schemas.
 Cost: building a pydantic class takes ~0.6 ms, and every relevance call of a single trajectory has
 its own screenshot numbers (a new key). The per-item classes depend on the criterion ids alone, so
 they are built once per rubric (`_item_for`) and shared by every call's row and batch classes.
+Deriving a call's JSON schema from pydantic took another ~1 ms; a relevance call's schema differs
+from that of any other call of the same rubric and batch length only in its screenshot numbers, so
+it is the per-(rubric, length) template's schema with those numbers put in (`_relevance_schema`,
+tested byte-equal to pydantic's path) and rides on the class as ``wire_schema``.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import Field, create_model, model_validator
 
-from .judge.schema import ONE_EACH
+from .judge.schema import ONE_EACH, model_schema
 from .schemas import (
     ActionScore,
     ActionScores,
@@ -58,6 +62,37 @@ def _item_for(item_base: type[_Out], ids: tuple[str, ...]) -> type[_Out]:
 @lru_cache(maxsize=512)
 def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...] = ()) -> type[_Out]:
     """`base` narrowed to one call: criterion ids (and screenshot numbers) as enums, each exactly once."""
+    model = _build(base, ids, screenshots)
+    if base is RelevanceBatch and screenshots and len(set(screenshots)) == len(screenshots):
+        model.wire_schema = _relevance_schema(_relevance_template(ids, len(screenshots)), screenshots)
+    return model
+
+
+@lru_cache(maxsize=64)
+def _relevance_template(ids: tuple[str, ...], k: int) -> dict[str, Any]:
+    """The schema of a relevance call of this rubric for screenshots 1..k (pydantic's path)."""
+    return model_schema(_build(RelevanceBatch, ids, tuple(range(1, k + 1))))
+
+
+def _relevance_schema(template: dict[str, Any], screenshots: tuple[int, ...]) -> dict[str, Any]:
+    """`template` with its screenshot numbers replaced by `screenshots` (in order: the enum of every
+    row, ``const`` for a single one, and row k of ``prefixItems`` pinned to the k-th). Only the
+    dicts on the way to a screenshot are copied; key order (hence the request bytes) is kept."""
+    def pin(row: dict[str, Any], values: tuple[int, ...]) -> dict[str, Any]:
+        shot = dict(row["properties"]["screenshot"])
+        if "enum" in shot:
+            shot["enum"] = list(values)
+        else:
+            shot["const"] = values[0]
+        return {**row, "properties": {**row["properties"], "screenshot": shot}}
+    rows = {**template["properties"]["rows"]}
+    rows["items"] = pin(rows["items"], screenshots)
+    if "prefixItems" in rows:
+        rows["prefixItems"] = [pin(row, (n,)) for row, n in zip(rows["prefixItems"], screenshots)]
+    return {**template, "properties": {**template["properties"], "rows": rows}}
+
+
+def _build(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...]) -> type[_Out]:
     if base is RelevanceBatch:
         score: Any = _item_for(RelevanceScore, ids)  # a class built at run time (not a static type)
         row = create_model("RelevanceRowFor", __base__=RelevanceRow,

@@ -20,7 +20,7 @@ Per-call models are built from these by `verifier.narrowing.for_call(...)`, whic
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -51,6 +51,8 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
     expected_ids: ClassVar[tuple[str, ...]] = ()
     expected_screenshots: ClassVar[tuple[int, ...]] = ()
+    #: The wire schema, when `narrowing.for_call` derived it from a template (`judge.schema.json_schema_for`).
+    wire_schema: ClassVar[dict[str, Any] | None] = None
 
 
 # ---- 1. rubric -------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from verifier.judge.endpoints import EndpointPool
 from verifier.judge.images import ImageEncoder
 from verifier.judge.jsonbody import JsonSafe, dumps_body
 from verifier.judge.openai_compat import OpenAICompatJudge
-from verifier.judge.schema import ReplyParseError, json_schema_for, parse_reply
+from verifier.judge.schema import ReplyParseError, json_schema_for, model_schema, parse_reply
 from verifier.perf.figures import image_placeholder
 from verifier.perf.latency_judge import LatencyJudge
 from verifier.schemas import EvidenceBatch, RelevanceBatch, Rescoring, TaskValidity
@@ -30,9 +30,10 @@ def cold(base, ids, shots=()):
     """`for_call` + its schema with every cache emptied first (what the code did before caching)."""
     narrowing.for_call.cache_clear()
     narrowing._item_for.cache_clear()
-    json_schema_for.cache_clear()
+    narrowing._relevance_template.cache_clear()
+    model_schema.cache_clear()
     model = narrowing.for_call(base, ids, shots)
-    return model, json_schema_for(model)
+    return model, model_schema(model)  # pydantic's path, never a template's
 
 
 @pytest.mark.parametrize("base", [RelevanceBatch, EvidenceBatch, Rescoring])

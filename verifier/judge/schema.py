@@ -87,13 +87,21 @@ def schema_name(model: type[BaseModel]) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "_", model.__name__)[:64] or "output"
 
 
-@lru_cache(maxsize=256)
 def json_schema_for(model: type[BaseModel]) -> dict[str, Any]:
-    """The strict-compatible, self-contained JSON schema of `model` (cached per class).
+    """The strict-compatible, self-contained JSON schema of `model` (cached per class): the class's
+    own ``wire_schema`` when it carries one (a per-call class whose schema `verifier.narrowing`
+    derived from a per-rubric template, tested equal to `model_schema`), else `model_schema`.
 
     Raises:
         ConfigError: the model is recursive (cannot be inlined).
     """
+    preset = model.__dict__.get("wire_schema")
+    return preset if preset is not None else model_schema(model)
+
+
+@lru_cache(maxsize=256)
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """`json_schema_for` computed from pydantic's schema of `model`, ignoring any ``wire_schema``."""
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
     schema = _walk(_inline(raw, defs, ()), lambda n: _one_each(_portable(_step_float(_close_object(n)))))
@@ -182,7 +190,7 @@ def _one_each(node: dict[str, Any]) -> dict[str, Any]:
         return node
     item = node.get("items")
     values = item.get("properties", {}).get(key, {}).get("enum") if isinstance(item, dict) else None
-    if not values or node.get("minItems") != len(values) or node.get("maxItems") != len(values):
+    if not isinstance(item, dict) or not values or node.get("minItems") != len(values) or node.get("maxItems") != len(values):
         return node  # nothing to pin: the output model's validator alone checks the rule
     node["prefixItems"] = [{**item, "properties": {**item["properties"], key: {**item["properties"][key],
                                                                               "enum": [v]}}}
