@@ -94,7 +94,7 @@ async def test_breaker_fails_fast_while_down_and_rewards_return_with_the_judge(s
            batch_deadline_s=30.0)
     first, took_first = await timed(r.process, *rollouts("wave1"))
     asked = len(server.requests)
-    assert first == [None] * 6 and took_first < 2.0, took_first  # 2 failures open it, not 2 x 5 tries
+    assert first == [None] * 6 and took_first < 2.8, took_first  # 2 failures open it, not 5 tries x 0.8 s
     # the two tasks' rubric calls, once each: then the circuit opened (on a loaded machine one
     # retry may leave before the second failure is counted: a race the breaker cannot close)
     assert 2 <= asked <= 3, asked
@@ -116,7 +116,7 @@ async def test_deadline_cut_requests_teach_the_breaker(server):
     r = uv(server.url, judge={"timeout_s": 60.0, "breaker_failures": 2, "breaker_cooldown_s": 30.0},
            batch_deadline_s=1.0)
     first, took_first = await timed(r.outcome, *rollouts("wave1"))
-    assert first == [None] * 6 and took_first < 2.0 and len(server.requests) == 2
+    assert first == [None] * 6 and took_first < 2.8 and len(server.requests) == 2
     second, took_second = await timed(r.outcome, *rollouts("wave2"))
     assert second == [None] * 6 and took_second < 1.0 and len(server.requests) == 2
     await r.outcome.session.aclose()
