@@ -205,8 +205,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     auth = f"requires ${args.api_key_env}" if server.api_key else "no API key"
     print(f"echo judge at {server.url} ({auth}; Ctrl-C to stop)", flush=True)
+    return serve_until_interrupted(server.httpd)
+
+
+def serve_until_interrupted(httpd: Any) -> int:
+    """Serve in this thread until Ctrl-C (the command-line servers' main loop); returns exit code 0."""
     try:
-        server.httpd.serve_forever()
+        httpd.serve_forever()
     except KeyboardInterrupt:
         pass
     return 0

@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from reward.echo_judge import EchoJudgeServer
+from reward.echo_judge import EchoJudgeServer, serve_until_interrupted
 
 from .figures import Request, request_text
 
@@ -75,11 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     server = LatencyJudge("127.0.0.1", args.port, latency_s=args.latency)
     print(json.dumps({"url": server.url}), flush=True)  # the parent reads this line
-    try:
-        server.httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return serve_until_interrupted(server.httpd)
 
 
 if __name__ == "__main__":
