@@ -148,8 +148,17 @@ async def verify(trajectory: Trajectory, config: VerifierConfig | None = None, *
                 task.cancel()
 
 
+def _prepare_images(r: Run) -> None:
+    """Let a judge that encodes screenshots (`OpenAICompatJudge.prepare_images`) hash and encode
+    them in a worker thread while the rubric call, which shows no image, is in flight."""
+    prepare = getattr(r.judge, "prepare_images", None)
+    if callable(prepare) and r.traj.screenshots:
+        r.spawn(asyncio.to_thread(prepare, list(r.traj.screenshots)))
+
+
 async def _verify(r: Run, started_at: float) -> VerificationResult:
     trajectory, cfg = r.traj, r.cfg
+    _prepare_images(r)
     r.rubric, d0 = await rubric.run(r)
     r.shared = shared_context(trajectory, cfg, r.rubric)
     rb, ids = r.rubric, r.rubric.ids()

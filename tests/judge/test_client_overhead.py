@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import socket
+import time
 from http.client import HTTPConnection
 
 import pytest
@@ -238,3 +239,61 @@ def test_shared_system_prompt_is_rendered_once_per_permission_profile():
     assert rendering.system_prompt(other) == render(rendering.SYSTEM_TEMPLATE, rules=True, profile=PermissionProfile())
     assert rendering.system_prompt(None) == render(rendering.SYSTEM_TEMPLATE, rules=False)
     assert rendering._system_prompt.cache_info().currsize == 3
+
+
+async def test_screenshots_are_prepared_while_the_rubric_call_waits(monkeypatch):
+    """`verify` has the judge hash and encode every distinct screenshot in a worker thread while
+    the rubric call (no image) is in flight, so the relevance fan-out after it renders on the
+    event loop from the cache: no image work queued behind the rubric on the critical path."""
+    from verifier.config import VerifierConfig
+    from verifier.perf.shots import tagged_png, trajectory
+    from verifier.pipeline import verify
+
+    hops, prepared_at, first_image_call = [], [], []
+    real = asyncio.to_thread
+
+    async def counted(fn, *args, **kwargs):
+        if fn.__name__ == "_render":
+            hops.append(fn.__name__)
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(openai_compat.asyncio, "to_thread", counted)
+    server = LatencyJudge(latency_s=0.3).start()
+    judge = OpenAICompatJudge(JudgeConfig(base_urls=[server.url], model="judge", timeout_s=30))
+    prepare, complete = judge.prepare_images, judge.complete
+
+    def timed_prepare(shots):
+        n = prepare(shots)
+        prepared_at.append((time.monotonic(), n))
+        return n
+
+    async def spy(messages, output_model, *, stage, sampling=None):
+        if stage == "relevance" and not first_image_call:
+            first_image_call.append(time.monotonic())
+        return await complete(messages, output_model, stage=stage, sampling=sampling)
+
+    monkeypatch.setattr(judge, "prepare_images", timed_prepare)
+    monkeypatch.setattr(judge, "complete", spy)
+    sources = [tagged_png(png(c), "x") for c in ((200, 10, 10), (10, 200, 10), (10, 10, 200))]
+    traj = trajectory(8, sources, run="prefetch")  # 8 screenshots, 6 distinct (every fourth repeats)
+    try:
+        result = await verify(traj, VerifierConfig(), judge=judge)
+        rubric_end = min(r.end for r in server.log)  # the first request is the rubric call
+        (when, n), = prepared_at
+        assert n == len(traj.distinct_screenshots()) == 6 and judge.encoder.prepared == 6
+        assert when < rubric_end <= first_image_call[0]  # ready before the rubric's reply came back
+        assert hops == []  # so no call hopped to a thread to encode
+        assert result.usage.calls == len(server.log)
+    finally:
+        await judge.aclose()
+        server.stop()
+
+
+def test_prepare_images_skips_unreadable_shots_and_respects_the_cache_size():
+    judge = OpenAICompatJudge(JudgeConfig(base_urls=["http://127.0.0.1:9/v1"], model="judge", image_cache_size=2,
+                                          image_max_side=16))
+    good = [Screenshot.from_bytes(png((k, 0, 0)), step=k) for k in range(3)]
+    bad = Screenshot.from_bytes(b"\x89PNG\r\n\x1a\nnot really", step=9)
+    assert judge.prepare_images([bad, good[0], good[0], good[1], good[2]]) == 2  # the limit: 2 distinct
+    assert judge.encoder.ready(good[0]) and judge.encoder.ready(good[1]) and not judge.encoder.ready(good[2])
+    assert not judge.encoder.ready(bad)  # left for the call that sends it to report
