@@ -1,9 +1,10 @@
 """The transport layer: replicas, per-endpoint concurrency, and bounded retries with backoff.
 
 This is the first of exactly two retry layers (the second, re-asking on invalid output, lives in
-`openai_compat`). The SDK's own retries are off (``max_retries=0``) so the layers never multiply.
+`openai_compat`). Requests go out through `http.ChatClient` (the SDK's HTTP client and exception
+classes, no SDK retries), so the layers never multiply.
 
-Why per event loop: an ``AsyncOpenAI`` client (its connection pool) and an ``asyncio.Semaphore``
+Why per event loop: an HTTP client (its connection pool) and an ``asyncio.Semaphore``
 belong to the loop they were first used on. TRL runs async reward functions on a daemon-thread
 loop while offline scoring uses ``asyncio.run`` (a fresh loop each time), so clients and
 semaphores are created per running loop, keyed by ``id(loop)`` (guarded by a weak reference
@@ -32,7 +33,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 try:  # the HTTP library the SDK is built on (httpx2 in recent SDKs, httpx before)
@@ -43,6 +43,7 @@ except ImportError:  # pragma: no cover - depends on the installed SDK
 from .breaker import CircuitBreaker
 from .config import JudgeConfig
 from .deadline import time_left
+from .http import ChatClient, Completion, MalformedReply
 from .jsonbody import dumps_body
 
 log = logging.getLogger("cua_verifier.judge")
@@ -52,10 +53,6 @@ _RETRYABLE_STATUS = {408, 409, 429}
 PROBE_POLL_S = 0.02
 #: An attempt with less time than this left before the deadline is not sent.
 MIN_ATTEMPT_S = 0.05
-
-
-class MalformedReply(Exception):
-    """An HTTP 200 whose body is not an OpenAI chat completion: a transport fault, retried."""
 
 
 class CircuitOpen(Exception):
@@ -79,7 +76,7 @@ class Tally:
 @dataclass
 class Endpoint:
     url: str
-    client: openai.AsyncOpenAI
+    client: ChatClient
     semaphore: asyncio.Semaphore
     breaker: CircuitBreaker
     in_flight: int = 0  # waiting for the semaphore + running
@@ -142,7 +139,7 @@ class EndpointPool:
             key = self.config.api_key()
             endpoints = [Endpoint(url=url, semaphore=asyncio.Semaphore(self.config.max_concurrency),
                                   breaker=self.breakers[url],
-                                  client=_client(url, key, self.config.timeout_s))
+                                  client=ChatClient(url, key, self.config.timeout_s, shared_ssl_context()))
                          for url in self.config.base_urls]
             pool = _LoopPool(loop_ref=weakref.ref(loop), endpoints=endpoints)
             self._pools[id(loop)] = pool
@@ -281,35 +278,11 @@ def shared_ssl_context() -> ssl.SSLContext:
     return create_ssl_context()
 
 
-def _client(url: str, key: str, timeout_s: float) -> openai.AsyncOpenAI:
-    http = openai.DefaultAsyncHttpxClient(base_url=url, timeout=timeout_s, verify=shared_ssl_context())
-    return openai.AsyncOpenAI(base_url=url, api_key=key, max_retries=0, timeout=timeout_s, http_client=http)
-
-
-async def _post(endpoint: Endpoint, request: dict[str, Any]) -> ChatCompletion:
-    # The SDK's `chat.completions.create` walks the whole body (messages with base64 images, the
-    # JSON schema) through its type transforms: several ms of client CPU per call. Our body is
-    # already plain JSON: post it as the bytes the SDK would send, images spliced in unescaped.
+async def _post(endpoint: Endpoint, request: dict[str, Any]) -> Completion:
+    # Our body is already plain JSON: post it as the bytes the SDK would send, images spliced in
+    # unescaped (see `jsonbody`), on the SDK's HTTP client without its per-request layer (`http`).
     body = dumps_body({k: v for k, v in request.items() if k != "timeout"})
-    try:
-        response = await endpoint.client.post("/chat/completions", content=body, cast_to=ChatCompletion,
-                                              options={"timeout": request.get("timeout")})
-    except ValueError as exc:  # the SDK could not decode a JSON-typed 200 body (truncated JSON)
-        raise MalformedReply(f"HTTP 200 from {endpoint.url} whose body is not valid JSON: {exc}") from exc
-    check_completion(response)
-    return response
-
-
-def check_completion(response: Any) -> None:
-    """Raise `MalformedReply` unless `response` is a chat completion with a list of choices.
-
-    The SDK returns the body as a plain string when a 200 is not JSON-typed (a proxy's HTML error
-    page), and a model built without validation from a JSON object of the wrong shape.
-    """
-    if isinstance(response, ChatCompletion) and isinstance(getattr(response, "choices", None), list):
-        return
-    snippet = response[:120] if isinstance(response, str) else type(response).__name__
-    raise MalformedReply(f"HTTP 200 whose body is not a chat completion: {snippet!r}")
+    return await endpoint.client.chat(body, request.get("timeout"))
 
 
 def describe(exc: BaseException | None) -> str:
