@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from verifier.errors import JudgeError, JudgeInvalidOutputError, JudgeTruncatedError, JudgeUnavailableError
 from verifier.judge.base import Message, Reply, Sampling, Usage
-from verifier.judge.images import target_size
+from verifier.judge.images import prepare_ahead, target_size
 from verifier.judge.schema import ReplyParseError, json_schema_for, parse_reply, reply_token_budget
 from verifier.judge.wire import render_chat
 from verifier.trajectory import Screenshot
@@ -211,6 +211,11 @@ class InProcessJudge:
         except Exception as exc:  # engine died or failed mid-request
             raise JudgeUnavailableError(f"in-process engine failed: {type(exc).__name__}: {exc}",
                                         stage=stage, usage=usage) from exc
+
+    def prepare_images(self, screenshots: list[Screenshot]) -> int:
+        """Decode `screenshots` ahead of the calls that show them (the pipeline calls this in a
+        worker thread while the rubric call runs; see `OpenAICompatJudge.prepare_images`)."""
+        return prepare_ahead(screenshots, self._pil_part, self.config.image_cache_size)
 
     def _render(self, messages: list[Message]) -> list[dict[str, Any]]:
         """Protocol messages -> OpenAI-format chat messages, images as PIL ``image_pil`` parts."""

@@ -42,6 +42,9 @@ async def run(model_dir: str) -> dict:
                 Message.user("Did it work?", *[ImagePart(screenshot=s, label=f"Screenshot {i + 1}")
                                                 for i, s in enumerate(shots[:n])])]
 
+    # what verify() does while the rubric call runs: decode every distinct screenshot ahead
+    prepared = await asyncio.to_thread(judge.prepare_images, shots + shots[:1])
+    decoded_ahead = judge.decodes
     try:
         replies = await asyncio.gather(*[judge.complete(msgs(n), Verdict, stage=f"s{n}", sampling=sampling)
                                          for n in (0, 1, 3)])
@@ -50,7 +53,8 @@ async def run(model_dir: str) -> dict:
     return {"parsed": [r.parsed.model_dump() for r in replies],
             "prompt_tokens": [r.usage.prompt_tokens for r in replies],
             "completion_tokens": [r.usage.completion_tokens for r in replies],
-            "generations": judge.generations, "decodes": judge.decodes, "models": [r.model for r in replies]}
+            "generations": judge.generations, "decodes": judge.decodes, "prepared": prepared,
+            "decoded_ahead": decoded_ahead, "models": [r.model for r in replies]}
 
 
 if __name__ == "__main__":

@@ -51,3 +51,4 @@ def test_inprocess_judge_on_the_tiny_model(judge_venv, tiny_model):
     assert all(c > 0 for c in result["completion_tokens"])
     assert result["generations"] == 3  # one engine request per call: no re-asks were needed
     assert result["decodes"] == 3  # the screenshot shown twice was decoded once
+    assert result["prepared"] == result["decoded_ahead"] == 3  # ahead of the calls, which then hit the cache

@@ -31,11 +31,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import logging
 import math
 import os
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -45,6 +47,7 @@ from PIL import Image
 from ..trajectory import Screenshot, sniff_mime
 from .jsonbody import JsonSafe
 
+log = logging.getLogger("cua_verifier.judge")
 _MIME = {"png": "image/png", "jpeg": "image/jpeg"}
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
 #: Formats sent as they are when within the limits (every vLLM image loader reads them).
@@ -83,6 +86,30 @@ def target_size(width: int, height: int, max_side: int | None, max_pixels: int |
     w, h = max(1, math.floor(width * scale)), max(1, math.floor(height * scale))
     # floor keeps us inside both limits despite float rounding
     return w, h
+
+
+def prepare_ahead(screenshots: Iterable[Screenshot], prepare: Callable[[Screenshot], object], limit: int) -> int:
+    """Run `prepare` once per distinct screenshot, at most `limit` of them (a cache's size: what is
+    prepared ahead must not evict what was prepared before it); returns how many were prepared.
+
+    For a judge's ``prepare_images`` (called in a worker thread while the rubric call, which shows no
+    image, waits on the judge). A screenshot that fails is skipped: the call that sends it reports
+    the error with its stage."""
+    seen: set[str] = set()
+    done = 0
+    for shot in screenshots:
+        if done >= limit:
+            break
+        try:
+            key = shot.sha256
+            if key in seen:
+                continue
+            seen.add(key)
+            prepare(shot)
+            done += 1
+        except Exception as exc:  # noqa: BLE001 - reported by the call that sends it
+            log.debug("screenshot of step %s not prepared ahead: %s", shot.step, exc)
+    return done
 
 
 class ImageEncoder:

@@ -60,7 +60,7 @@ from .endpoints import (
     describe,
     is_transient,
 )
-from .images import ImageEncoder
+from .images import ImageEncoder, prepare_ahead
 from .schema import (
     ReplyParseError,
     json_schema_for,
@@ -142,25 +142,9 @@ class OpenAICompatJudge:
         """Hash and encode `screenshots` ahead of the calls that send them; returns how many were
         prepared. Blocking: the pipeline runs it in a worker thread while the rubric call, which
         sends no image, waits on the judge, so the relevance fan-out that follows renders from the
-        cache on the event loop instead of queueing on threads (issue 10: it was ~0.1-0.2 s of the
-        critical path at M = 50). At most ``image_cache_size`` distinct screenshots, so prefetching
-        never evicts what it prepared; an unreadable screenshot is skipped here and raises its
-        `ScreenshotError` in the call that needs it, where the stage is known."""
-        seen: set[str] = set()
-        done = 0
-        for shot in screenshots:
-            if done >= self.encoder.cache_size:
-                break
-            try:
-                key = shot.sha256
-                if key in seen:
-                    continue
-                seen.add(key)
-                self.encoder.encode(shot)
-                done += 1
-            except Exception as exc:  # noqa: BLE001 - reported by the call that sends it
-                log.debug("screenshot of step %s not prepared ahead: %s", shot.step, exc)
-        return done
+        cache on the event loop instead of queueing on threads (issue 10: ~0.1-0.2 s of the critical
+        path at M = 50). At most ``image_cache_size`` distinct screenshots (`prepare_ahead`)."""
+        return prepare_ahead(screenshots, self.encoder.encode, self.encoder.cache_size)
 
     @property
     def _lenient(self) -> bool:
