@@ -147,3 +147,57 @@ def test_the_judge_clock_starts_when_the_headers_arrive_not_after_the_body():
         server.stop()
     (req,) = server.log
     assert sent_head <= req.start < sent_head + 0.2 and req.end >= sent_head + 0.3
+
+
+def _body_with(urls: list[str], text: str = "look") -> dict:
+    parts = [{"type": "text", "text": text}] + [{"type": "image_url", "image_url": {"url": u}} for u in urls]
+    return {"model": "judge", "messages": [{"role": "user", "content": parts}]}
+
+
+def test_the_latency_judge_elides_base64_images_before_parsing():
+    import base64
+    import json as _json
+
+    from verifier.perf.latency_judge import elide_data_urls
+
+    a = "data:image/png;base64," + base64.b64encode(b"\x89PNG first" * 500).decode()
+    b = "data:image/jpeg;base64," + base64.b64encode(b"\xff\xd8 second" * 300).decode()
+    svg = "data:image/svg+xml,<svg/>"  # not base64: kept
+    quoted = 'the page said "data:image/png;base64,AAAA" in its text'  # inside a string: kept
+    body = _body_with([a, b, a, svg], text=quoted)
+    raw = _json.dumps(body, separators=(",", ":")).encode()
+    small, elided = elide_data_urls(raw)
+    got = _json.loads(small)
+    urls = [p["image_url"]["url"] for p in got["messages"][0]["content"][1:]]
+    assert got["messages"][0]["content"][0]["text"] == quoted and urls[3] == svg
+    assert urls[0] == urls[2] != urls[1] and all(u.startswith("data:image/elided;sha1=") for u in urls[:3])
+    assert len(raw) - len(small) == elided > 2 * len(a)  # what was removed is counted
+    assert elide_data_urls(b'{"a":"\\"data:image/png;base64,AAA\\""}') == (b'{"a":"\\"data:image/png;base64,AAA\\""}', 0)
+
+
+def test_the_latency_judge_logs_what_was_sent_with_images_elided():
+    """Same text shape (one placeholder per image, equal for equal images) and the same payload
+    bytes as `request_text` on the body the client built."""
+    import base64
+    import json as _json
+    import urllib.request
+
+    a = "data:image/png;base64," + base64.b64encode(b"one" * 4000).decode()
+    b = "data:image/png;base64," + base64.b64encode(b"two" * 4000).decode()
+    body = _body_with([a, b, a])
+    body["response_format"] = {"type": "json_schema", "json_schema": {
+        "schema": {"type": "object", "properties": {}, "required": []}}}
+    server = LatencyJudge(latency_s=0.0).start()
+    try:
+        req = urllib.request.Request(server.url + "/chat/completions", data=_json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            assert resp.status == 200
+    finally:
+        server.stop()
+    (logged,) = server.log
+    text, size = request_text(body)
+    assert logged.payload_bytes == size
+    marks = [w for w in logged.text.split() if w.startswith("<image:")]
+    assert len(marks) == 3 and marks[0] == marks[2] != marks[1]
+    assert logged.text.count("\n") == text.count("\n")
