@@ -14,7 +14,7 @@ With --engine it runs against a real vLLM server instead (the CPU demo judge, st
 --judge-url) and also prints vLLM's own prefix-cache hit rate from /metrics.
 
     python recipes/benchmark_http.py                         # M = 5, 20, 50, 100 at L = 0.5 s
-    python recipes/benchmark_http.py --warmup 0              # no cold first verification
+    python recipes/benchmark_http.py --no-warmup             # the table includes the cold first run
     python recipes/benchmark_http.py -m 50 --image-format jpeg
     python recipes/benchmark_http.py --engine -m 5,20 --group 4
 """
@@ -57,12 +57,14 @@ async def fixed_latency(args: argparse.Namespace, sources: list[bytes]) -> None:
         rows = []
         if args.warmup:
             # A trainer verifies thousands of trajectories in one process: the first one pays once
-            # for imports, template compilation, the TLS context and the stage schemas. That row
-            # is printed on its own; the table is the steady state (each M still gets a fresh
-            # client: a fresh image cache and new connections).
+            # for imports, template compilation, the TLS context and the per-call output classes
+            # (kept per criterion ids and screenshot number, see `narrowing.FOR_CALL_CACHE`). That
+            # row is printed on its own, with as many screenshots as the largest M; the table is
+            # the steady state (each M still gets a fresh client: a fresh image cache, new
+            # connections, new screenshots).
             judge.reset()
             cfg = JudgeConfig(base_urls=[judge.url], model="judge", timeout_s=600, **judge_overrides(args))
-            first = await measure(group_of(args.warmup, sources, args.group, "warm-up"), cfg,
+            first = await measure(group_of(max(args.m), sources, args.group, "warm-up"), cfg,
                                   latency_s=args.latency, requests=judge.requests)
             print("first verification of this process (cold, not in the table):")
             print(table([first]))
@@ -149,8 +151,8 @@ def main() -> None:
     p.add_argument("--media-dir", default=None,
                    help="send screenshots as file:// URLs from this directory (JudgeConfig.image_media_dir; "
                         "--engine starts vLLM with --allowed-local-media-path on it)")
-    p.add_argument("--warmup", type=int, default=50, metavar="M",
-                   help="screenshots of the cold first verification, printed apart from the table (0: none)")
+    p.add_argument("--no-warmup", dest="warmup", action="store_false",
+                   help="no cold first verification (by default one, with the largest M, is printed apart)")
     p.add_argument("--engine", action="store_true", help="a real vLLM judge (CPU demo judge unless --judge-url)")
     p.add_argument("--judge-url", default=None)
     p.add_argument("--model", default="judge")

@@ -59,7 +59,15 @@ def _item_for(item_base: type[_Out], ids: tuple[str, ...]) -> type[_Out]:
                         criterion_id=(Literal[ids], ...))  # type: ignore[valid-type]
 
 
-@lru_cache(maxsize=512)
+#: Built per-call classes kept. Criterion ids are ``c1..cN``, so a relevance class (ids, screenshot
+#: number) recurs in every trajectory with N criteria: a trainer whose rubrics have 3-12 criteria
+#: and whose trajectories reach 100 screenshots needs ~1000 of them, plus the other stages'. At
+#: ~25 KiB a class this is at most ~50 MiB; 512 made such a run rebuild them (1.4 ms each, on the
+#: critical path of the relevance fan-out).
+FOR_CALL_CACHE = 2048
+
+
+@lru_cache(maxsize=FOR_CALL_CACHE)
 def for_call(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...] = ()) -> type[_Out]:
     """`base` narrowed to one call: criterion ids (and screenshot numbers) as enums, each exactly once."""
     model = _build(base, ids, screenshots)
