@@ -35,9 +35,19 @@ class Request:
     payload_bytes: int  # characters of message content, image URLs included
 
 
+#: How the loopback latency judge stands in for a base64 image it did not parse: the sha1 of the URL.
+ELIDED_URL = "data:image/elided;sha1="
+
+
 def image_placeholder(url: str, uuid: str | None = None) -> str:
-    """A short stand-in for an image in request text: its uuid, else a hash of its URL."""
-    key = uuid or hashlib.sha1(url.encode()).hexdigest()[:16]
+    """A short stand-in for an image in request text: its uuid, else a hash of its URL (for an
+    elided URL, the hash it names: the same placeholder as for the URL itself)."""
+    if uuid:
+        key = uuid
+    elif url.startswith(ELIDED_URL):
+        key = url[len(ELIDED_URL):][:16]
+    else:
+        key = hashlib.sha1(url.encode()).hexdigest()[:16]
     return f"<image:{key}>"
 
 

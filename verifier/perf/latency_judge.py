@@ -21,7 +21,7 @@ from typing import Any
 
 from reward.echo_judge import EchoJudgeServer, serve_until_interrupted
 
-from .figures import Request, request_text
+from .figures import ELIDED_URL, Request, request_text
 
 #: Request bodies up to this size are read (a relevance batch of full-size screenshots is large).
 BENCH_MAX_BODY = 512 * 1024 * 1024
@@ -29,12 +29,12 @@ LISTEN_BACKLOG = 1024
 
 
 _DATA_URL = b'"data:image/'
-_ELIDED = b"data:image/elided;sha1="
+_ELIDED = ELIDED_URL.encode()
 
 
 def elide_data_urls(raw: bytes) -> tuple[bytes, int]:
     """`raw` JSON with each ``"data:image/...;base64,..."`` string replaced by a short stand-in
-    naming the URL's sha1 (the same image always gets the same one, as `request_text` needs), and
+    naming the URL's sha1 (`figures.image_placeholder` gives it the URL's own placeholder), and
     the number of bytes removed. Only whole strings that cannot hold an escape are replaced; the
     scan is ``bytes.find`` (C speed), the hash releases the GIL."""
     out: list[bytes] = []
