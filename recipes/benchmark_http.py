@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from verifier.judge.config import JudgeConfig
 from verifier.perf.figures import table
 from verifier.perf.run import ClientLog, engine_hit_rate, measure, start_latency_judge
-from verifier.perf.shots import source_pngs, trajectory
+from verifier.perf.shots import describe, source_pngs, trajectory
 
 
 def judge_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -144,7 +144,8 @@ def main() -> None:
                    help="screenshot counts, comma-separated (default 5,20,50,100)")
     p.add_argument("--latency", type=float, default=0.5, help="fixed judge latency in seconds")
     p.add_argument("--group", type=int, default=1, help="rollouts of one task verified together")
-    p.add_argument("--shots", type=Path, default=None, help="folder of real PNG screenshots")
+    p.add_argument("--shots", type=Path, default=None,
+                   help="folder of real PNG screenshots (default: $CUA_SHARED_DATA or ../shared/data)")
     p.add_argument("--concurrency", type=int, default=None, help="JudgeConfig.max_concurrency")
     p.add_argument("--image-format", choices=["png", "jpeg"], default=None)
     p.add_argument("--image-max-side", type=int, default=None)
@@ -158,7 +159,7 @@ def main() -> None:
     p.add_argument("--model", default="judge")
     args = p.parse_args()
     sources = source_pngs(args.shots)
-    print(f"{len(sources)} source screenshots; judge latency {args.latency:.2f} s; group {args.group}"
+    print(f"{describe(sources)}; judge latency {args.latency:.2f} s; group {args.group}"
           + (" (engine)" if args.engine or args.judge_url else ""), flush=True)
     if args.engine or args.judge_url:
         engine(args, sources)

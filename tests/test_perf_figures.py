@@ -199,3 +199,21 @@ def test_the_latency_judge_logs_what_was_sent_with_images_elided():
     assert (logged.text, logged.payload_bytes) == request_text(body)  # as if it had parsed them
     marks = [w for w in logged.text.split() if w.startswith("<image:")]
     assert len(marks) == 3 and marks[0] == marks[2] != marks[1]
+
+
+def test_the_benchmark_finds_real_captures_by_the_suites_variable_and_says_when_it_has_none(
+        monkeypatch, tmp_path):
+    from verifier.perf import shots
+
+    folder = tmp_path / "data" / shots.SHOTS_SUBDIR
+    folder.mkdir(parents=True)
+    real = [synthetic_page(seed=7), synthetic_page(seed=8)]  # any PNGs other than the fallback's
+    for k, png_bytes in enumerate(real):
+        (folder / f"screenshot_{k}.png").write_bytes(png_bytes)
+    monkeypatch.setenv("CUA_SHARED_DATA", str(tmp_path / "data"))
+    assert shots.shared_shots() == folder and source_pngs() == real
+    assert shots.describe(real).startswith("2 source real screenshots")
+    monkeypatch.setenv("CUA_SHARED_DATA", str(tmp_path / "nowhere"))
+    fallback = source_pngs()
+    assert fallback == [synthetic_page(seed=k) for k in range(3)]
+    assert "SYNTHETIC" in shots.describe(fallback)

@@ -9,6 +9,7 @@ repeats the previous one byte for byte (a page that did not change).
 from __future__ import annotations
 
 import io
+import os
 import struct
 import zlib
 from pathlib import Path
@@ -18,9 +19,17 @@ from PIL import Image, ImageDraw
 from ..trajectory import Screenshot, Step, Task, Trajectory
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-#: Real 1440x900 captures beside the repository, when present (``../shared/data``).
-SHARED_SHOTS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "trajectories" / \
-    "fara-alltrails-find-23"
+#: The captures' folder inside the shared data.
+SHOTS_SUBDIR = Path("trajectories") / "fara-alltrails-find-23"
+
+
+def shared_shots() -> Path:
+    """Real 1440x900 captures: ``$CUA_SHARED_DATA`` (the test suite's variable) when set, else
+    ``../shared/data`` beside the repository. A git worktree elsewhere has no ``../shared``: set the
+    variable (or pass a folder), or the benchmark falls back to synthetic pages (see `describe`)."""
+    data = os.environ.get("CUA_SHARED_DATA")
+    root = Path(data) if data else Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    return root / SHOTS_SUBDIR
 
 
 def tagged_png(png: bytes, tag: str) -> bytes:
@@ -47,11 +56,19 @@ def synthetic_page(width: int = 1440, height: int = 900, seed: int = 0) -> bytes
 
 
 def source_pngs(folder: Path | None = None) -> list[bytes]:
-    """Distinct source PNGs: those in `folder` (default: the shared real ones), else synthetic."""
-    folder = folder or SHARED_SHOTS
+    """Distinct source PNGs: those in `folder` (default: `shared_shots`), else synthetic."""
+    folder = folder or shared_shots()
     files = sorted(folder.glob("*.png")) if folder.is_dir() else []
     found: dict[bytes, None] = {f.read_bytes(): None for f in files}
     return list(found) or [synthetic_page(seed=k) for k in range(3)]
+
+
+def describe(sources: list[bytes]) -> str:
+    """What the figures were measured on, for the benchmark's first line: synthetic pages are far
+    smaller than real captures (6.4 against 39 MB sent at M = 50), so a run must say which it used."""
+    synthetic = sources == [synthetic_page(seed=k) for k in range(len(sources))]
+    kind = "SYNTHETIC pages (no real captures found)" if synthetic else "real screenshots"
+    return f"{len(sources)} source {kind}, {sum(map(len, sources)) / 1e6:.1f} MB"
 
 
 def trajectory(m: int, sources: list[bytes], *, run: str = "0") -> Trajectory:
