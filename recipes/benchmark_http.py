@@ -47,6 +47,10 @@ def judge_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def latency_config(url: str, args: argparse.Namespace) -> JudgeConfig:
+    return JudgeConfig(base_urls=[url], model="judge", timeout_s=600, **judge_overrides(args))
+
+
 def group_of(m: int, sources: list[bytes], g: int, tag: str) -> list:
     return [trajectory(m, sources, run=f"{tag}-{k}") for k in range(g)]
 
@@ -63,14 +67,14 @@ async def fixed_latency(args: argparse.Namespace, sources: list[bytes]) -> None:
             # the steady state (each M still gets a fresh client: a fresh image cache, new
             # connections, new screenshots).
             judge.reset()
-            cfg = JudgeConfig(base_urls=[judge.url], model="judge", timeout_s=600, **judge_overrides(args))
+            cfg = latency_config(judge.url, args)
             first = await measure(group_of(max(args.m), sources, args.group, "warm-up"), cfg,
                                   latency_s=args.latency, requests=judge.requests)
             print("first verification of this process (cold, not in the table):")
             print(table([first]))
         for m in args.m:
             judge.reset()
-            cfg = JudgeConfig(base_urls=[judge.url], model="judge", timeout_s=600, **judge_overrides(args))
+            cfg = latency_config(judge.url, args)
             rows.append(await measure(group_of(m, sources, args.group, f"m{m}"), cfg, latency_s=args.latency,
                                       requests=judge.requests))
         print(table(rows))

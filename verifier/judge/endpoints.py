@@ -35,18 +35,14 @@ from typing import Any
 import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-try:  # the HTTP library the SDK is built on (httpx2 in recent SDKs, httpx before)
-    from httpx2 import create_ssl_context
-except ImportError:  # pragma: no cover - depends on the installed SDK
-    from httpx import create_ssl_context  # type: ignore[no-redef]
-
 from .breaker import CircuitBreaker
 from .config import JudgeConfig
 from .deadline import time_left
-from .http import ChatClient, Completion, MalformedReply
+from .http import ChatClient, Completion, MalformedReply, httpx
 from .jsonbody import dumps_body
 
 log = logging.getLogger("cua_verifier.judge")
+create_ssl_context = httpx.create_ssl_context  # the SDK's HTTP library (see `http`)
 
 _RETRYABLE_STATUS = {408, 409, 429}
 #: How often a caller re-checks a half-open endpoint whose probe is in flight.

@@ -82,12 +82,10 @@ def status_error(response: httpx.Response) -> openai.APIStatusError:
         body: Any = json.loads(text)
     except ValueError:
         body = text
-    else:
-        error = body.get("error", body) if isinstance(body, dict) else None
-        detail = error.get("message") if isinstance(error, dict) else None
-        if isinstance(detail, str) and detail:
-            message += f" - {detail}"
     data = body.get("error", body) if isinstance(body, dict) else body
+    detail = data.get("message") if isinstance(data, dict) else None
+    if isinstance(detail, str) and detail:
+        message += f" - {detail}"
     cls = STATUS_ERRORS.get(response.status_code) or (
         openai.InternalServerError if response.status_code >= 500 else openai.APIStatusError)
     return cls(message, response=response, body=data)

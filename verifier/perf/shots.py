@@ -12,6 +12,7 @@ import io
 import os
 import struct
 import zlib
+from functools import lru_cache
 from pathlib import Path
 
 from PIL import Image, ImageDraw
@@ -42,6 +43,7 @@ def tagged_png(png: bytes, tag: str) -> bytes:
     return png[:ihdr_end] + chunk + png[ihdr_end:]
 
 
+@lru_cache(maxsize=8)  # pure: the fallback and `describe` share the renders
 def synthetic_page(width: int = 1440, height: int = 900, seed: int = 0) -> bytes:
     """A text-heavy page-like PNG (used when no real screenshots are available)."""
     img = Image.new("RGB", (width, height), (250, 250, 250))
