@@ -172,15 +172,16 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     ev_text = evidence.render(rb, ev_by)
 
     images = rescoring.final_images(r, hash_groups)
+    shown = rescoring.shown_numbers(r, hash_groups, [n for evs in ev_by.values() for e in evs for n in e.screenshots])
     status, d_cond = await conditions.run(r, ev_by, action, ev_text, d_ev + 1)
     applies = {c.id: status.get(c.id, (True, "none"))[0] for c in rb.criteria}
     d_resc = d_cond + 1
     action_earned = action_scoring.earned(rb, action) if action is not None else None
     run_scores, canonical, earned, before = await _rescore(r, applies, action, action_earned, ev_text, images,
-                                                           d_resc)
+                                                           d_resc, shown)
 
     scores_text = rescoring.render_scores(rb, applies, canonical, earned)
-    side_task = r.spawn(side_effects.vote_all(r, scores_text, ev_text, images, d_resc + 1))
+    side_task = r.spawn(side_effects.vote_all(r, scores_text, ev_text, images, d_resc + 1, shown))
     out_call = outcome.per_call_text(scores_text, ev_text, len(images))
     votes, ok = await _votes(r, out_call, images, d_resc + 1)
     effects = await side_task
@@ -219,7 +220,8 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         outcome_reasoning=reasoning, primary_intent=chosen.primary_intent, nitpicks=chosen.nitpicks,
         critical_issues=chosen.critical_issues,
         critical_point_violation=bool(effects and effects.violation), forced_failure=forced,
-        permission_profile=rb.permission.model_dump(mode="json"),
+        permission_profile=rb.permission.model_dump(mode="json"), permission_overruled=rb.permission_overruled,
+        overruled=ledger.overruled + (effects.rejected if effects else []), truncated=list(ledger.truncated),
         unsupported_claims=effects.unsupported if effects else [], history=history_view(trajectory, cfg)[1],
         criteria=table, penalties=penalties, side_effects_reasoning=effects.reasoning if effects else "",
         relevance=RelevanceResult(criteria=list(ids), matrix=relevance.full_matrix(known, hash_groups, ids, m),
@@ -231,7 +233,8 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
 
 
 async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None,
-                   action_earned: dict[str, float] | None, ev_text: str, images: list, depth: int):
+                   action_earned: dict[str, float] | None, ev_text: str, images: list, depth: int,
+                   shown: set[int]):
     """V rescoring runs -> (run scores, canonical table or None, earned per criterion, process score).
 
     The process score (before penalties) is the lower median over valid runs: of the run scores
@@ -253,10 +256,11 @@ async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None
             raise e
         r.degrade(rescoring.RUN if valid else rescoring.STAGE, e)
     if valid:
-        scored = [rescoring.score_of(rb, applies, x) for x in valid]
-        run_scores = [s for s, _ in scored]
+        scored = [rescoring.score_of(rb, applies, x, shown) for x in valid]
+        r.ledger.overruled.extend(dict.fromkeys(rec for _, _, recs in scored for rec in recs))
+        run_scores = [s for s, _, _ in scored]
         if r.cfg.rescoring_median == "criterion":
-            table, earned = rescoring.per_criterion_median(applicable, valid, [e for _, e in scored])
+            table, earned = rescoring.per_criterion_median(applicable, valid, [e for _, e, _ in scored])
             return run_scores, table, earned, rubric_score(rescoring.points(rb, applies, earned))
         best = median_index(run_scores)
         return run_scores, valid[best], scored[best][1], run_scores[best]

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from ..bounds import at_bound
 from ..cache import StageCache
 from ..config import VerifierConfig
 from ..errors import JudgeError
@@ -36,6 +37,16 @@ class Ledger:
     models: set[str] = field(default_factory=set)
     prompts: dict[str, PromptInfo] = field(default_factory=dict)
     degraded: list[DegradedStage] = field(default_factory=list)
+    truncated: list[str] = field(default_factory=list)
+    """Reply fields that reached their schema bound (`bounds.at_bound`), as ``stage:path``."""
+    overruled: list[str] = field(default_factory=list)
+    """Judge claims code overruled (`verifier.guards`)."""
+
+    def note_truncated(self, stage: str, reply: BaseModel) -> None:
+        for path in at_bound(reply):
+            entry = f"{stage}:{path}"
+            if entry not in self.truncated:  # V votes of one stage may hit the same bound
+                self.truncated.append(entry)
 
     def stage(self, name: str) -> StageUsage:
         return self.per_stage.setdefault(name, StageUsage())
@@ -113,6 +124,7 @@ class Run:
                                failed=True)
             raise
         self.ledger.record(stage, reply.usage, depth, model=reply.model)
+        self.ledger.note_truncated(stage, reply.parsed)
         return reply.parsed
 
     def degrade(self, stage: str, reason: str | BaseException) -> None:
