@@ -26,11 +26,10 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
 
+from .limits import PERMISSION_QUOTE_MIN_WORDS as MIN_PERMISSION_WORDS
 from .schemas import PermissionProfile, Rescoring
 from .trajectory import Trajectory
 
-#: Fewest words a permission quote must have ("buy it" is not a grant; "place the order for me" is).
-MIN_PERMISSION_WORDS = 3
 #: Task metadata keys read, in order, for the run's date when no step has a timestamp.
 DATE_KEYS = ("run_date", "date", "started_at", "start_time", "timestamp", "created_at")
 _EDGE = " \t\"'`“”‘’«».,;:!?"

@@ -40,6 +40,8 @@ CRITICAL_POINT_CHARS = 300
 """One critical point."""
 PERMISSION_QUOTE_CHARS = 300
 """The task's words granting permission to cross a critical point."""
+PERMISSION_QUOTE_MIN_WORDS = 3
+"""Fewest words of a permission quote that code accepts ("buy it" grants nothing; `verifier.guards`)."""
 MAX_PERSONAL_DATA = 8
 """Items of personal data the task lacks."""
 PERSONAL_DATA_CHARS = 80
@@ -102,7 +104,8 @@ NITPICK_CHARS = 300
 MAX_FAILURE_POINTS = 60
 """Failure points of one diagnosis (real: up to 27)."""
 STEP_SPEC_CHARS = 80
-"""A failure point's steps as text: "5", "6-17", "3, 5, 8-10"."""
+"""A failure point's steps written as text ("5", "6-17", "3, 5, 8-10"), accepted when a judge
+without constrained decoding writes them so (the schema sends a list of numbers)."""
 FAILURE_TEXT_CHARS = 800
 """A failure point's what-happened and evidence texts."""
 DIAGNOSIS_REASONING_CHARS = 1600
