@@ -84,9 +84,9 @@ def reality_overrules(reply: Rescoring, shown: set[int]) -> tuple[set[str], list
     for item in reply.items:
         if not item.uses_reality_note:
             continue
-        n = notes.get(item.criterion_id)
-        ok, _ = split_cited(n.screenshots, shown) if n is not None else ([], [])
-        if n is None or normalise(n.note).strip(_EDGE) in ("", "none") or not ok:
+        used = notes.get(item.criterion_id)
+        ok, _ = split_cited(used.screenshots, shown) if used is not None else ([], [])
+        if used is None or normalise(used.note).strip(_EDGE) in ("", "none") or not ok:
             overruled.add(item.criterion_id)
             records.append(f"{item.criterion_id}: full credit by a reality note overruled (the note cites no "
                            "screenshot shown to the judge): 0 points")

@@ -28,7 +28,7 @@ def test_every_bound_is_at_least_twice_the_largest_real_value(name, real):
 
 
 def test_the_docs_table_lists_every_limit_with_its_value():
-    rows = dict(re.findall(r"^\|\s*`(\w+)`\s*\|\s*([\d,_]+)\s*\|", DOC.read_text(encoding="utf-8"), re.M))
+    rows = dict(re.findall(r"^\|\s*`(\w+)`\s*\|\s*([\d,_]+)\s*\|", DOC.read_text(encoding="utf-8"), re.MULTILINE))
     table = {k: int(v.replace(",", "").replace("_", "")) for k, v in rows.items()}
     assert table == limits.all_limits()
 

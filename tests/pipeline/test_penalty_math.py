@@ -14,7 +14,7 @@ import pytest
 from verifier.config import VerifierConfig
 from verifier.scoring import CriterionPoints, apply_penalties, rubric_score
 
-PENALTY_SETS = [list(c) for n in range(0, 4) for c in itertools.combinations_with_replacement((1, 2, 3), n)]
+PENALTY_SETS = [list(c) for n in range(4) for c in itertools.combinations_with_replacement((1, 2, 3), n)]
 
 
 def _reference(earned: float, total: int, penalties: list[int]) -> float:
@@ -66,10 +66,10 @@ def test_fraction_mode_exhaustively(fraction):
             assert 0.0 <= got <= score
 
 
-@pytest.mark.parametrize("bad", [dict(score=1.01, penalty_points=[1], total_max=10),
-                                 dict(score=-0.1, penalty_points=[1], total_max=10),
-                                 dict(score=0.5, penalty_points=[1], total_max=0),
-                                 dict(score=0.5, penalty_points=[1], total_max=-3)])
+@pytest.mark.parametrize("bad", [{"score": 1.01, "penalty_points": [1], "total_max": 10},
+                                 {"score": -0.1, "penalty_points": [1], "total_max": 10},
+                                 {"score": 0.5, "penalty_points": [1], "total_max": 0},
+                                 {"score": 0.5, "penalty_points": [1], "total_max": -3}])
 def test_bad_inputs_are_errors_not_scores(bad):
     with pytest.raises(ValueError):
         apply_penalties(**bad)

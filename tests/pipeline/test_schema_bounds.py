@@ -13,8 +13,8 @@ from pydantic import BaseModel
 
 from verifier import schemas
 from verifier.config import VerifierConfig
-from verifier.limits import MAX_CRITERION_POINTS
 from verifier.judge.schema import json_schema_for, unbounded_paths, worst_case_chars
+from verifier.limits import MAX_CRITERION_POINTS
 from verifier.narrowing import for_call
 from verifier.pipeline import verify
 from verifier.testing import ScriptedJudge

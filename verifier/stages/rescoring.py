@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..guards import reality_overrules
 from ..judge.base import ImagePart
 from ..narrowing import for_call
-from ..guards import reality_overrules
 from ..rendering import fence, image_part
 from ..schemas import Rescoring, Rubric
 from ..scoring import CriterionPoints, clamp, median_index, rubric_score
