@@ -70,7 +70,7 @@ def split_cited(cited: Iterable[int], allowed: set[int]) -> tuple[list[int], lis
 def reality_overrules(reply: Rescoring, shown: set[int]) -> tuple[set[str], list[str]]:
     """(criterion ids whose reality-note credit is overruled, what was recorded).
 
-    A criterion is overruled when its item says it used the reality note (`uses_reality_note`)
+    A criterion is overruled when its item says its points rest on the reality note (`credit_basis`)
     and that note is missing, says nothing ("none"), or cites no screenshot that was shown.
     Cited numbers that were not shown are recorded for every note, used or not.
     """
@@ -82,7 +82,7 @@ def reality_overrules(reply: Rescoring, shown: set[int]) -> tuple[set[str], list
             records.append(f"reality note for {cid} cites screenshot(s) {unshown} not shown in that call: rejected")
     overruled: set[str] = set()
     for item in reply.items:
-        if not item.uses_reality_note:
+        if item.credit_basis != "reality_note":
             continue
         used = notes.get(item.criterion_id)
         ok, _ = split_cited(used.screenshots, shown) if used is not None else ([], [])

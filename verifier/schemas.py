@@ -249,9 +249,9 @@ class RescoreItem(_Out):
     evidence_tag: EvidenceTag
     evidence_screenshots: Shots = Field(default_factory=list)
     justification: Bounded(L.JUSTIFICATION_CHARS)
-    uses_reality_note: bool = Field(default=False, description=(
-        "True when these points apply the criterion's full-credit clause because this criterion's "
-        "reality note shows that what it assumes does not exist."))
+    credit_basis: Literal["evidence", "reality_note"] = Field(default="evidence", description=(
+        "What the points rest on: the evidence, or the criterion's full-credit clause applied because "
+        "this criterion's reality note shows that what it assumes does not exist."))
     earned: Points
 
 

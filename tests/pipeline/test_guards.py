@@ -90,7 +90,7 @@ def _rescoring(cited: list[int], note: str = "the site has no size filter", uses
         "reality_notes": [{"criterion_id": c, "note": note if c == "c1" else "none",
                            "screenshots": cited if c == "c1" else []} for c in o.expected_ids],
         "items": [{"criterion_id": c, "evidence_tag": "consistent", "justification": "size filter absent",
-                   "uses_reality_note": uses and c == "c1", "earned": 6 if c == "c1" else 4}
+                   "credit_basis": "reality_note" if uses and c == "c1" else "evidence", "earned": 6 if c == "c1" else 4}
                   for c in o.expected_ids]}
 
 

@@ -10,7 +10,7 @@ over runs and the median run's justifications become the result's table, or, wit
 `rescoring_median="criterion"`, each criterion takes its own median (`per_criterion_median`).
 
 Reality notes cite the screenshots they rest on; a score that used a note's full-credit clause
-(`uses_reality_note`) while the note cites no screenshot shown in the call (`shown_numbers`: the
+(`credit_basis="reality_note"`) while the note cites no screenshot shown in the call (`shown_numbers`: the
 final screenshots attached and those the evidence text describes) earns 0 for that criterion
 (`guards.reality_overrules`, recorded in `result.overruled`).
 """
