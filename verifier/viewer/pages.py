@@ -50,9 +50,14 @@ KNOWN_FIELDS = {
     "unsupported_claims",
     "history",
     "truncations",
+    "permission_overruled",
+    "overruled",
+    "truncated",
 }
-#: Fields that say what the judge was shown and allowed (schema 1.2); listed in their own section.
-SHOWN_FIELDS = ("permission_profile", "history", "truncations", "unsupported_claims")
+#: Fields that say what the judge was shown and allowed (schema 1.2), and what code overruled or
+#: found cut in its replies (1.3); listed in their own section.
+SHOWN_FIELDS = ("permission_profile", "permission_overruled", "history", "truncations", "unsupported_claims",
+                "overruled", "truncated")
 KNOWN_CRITERION_FIELDS = {
     "id",
     "name",
@@ -320,7 +325,7 @@ def rollout_view(
         ],
         "schema_version": text(res.get("schema_version")),
         "trajectory_id": text(res.get("trajectory_id")),
-        "shown": {k: pretty(res[k]) for k in SHOWN_FIELDS if res.get(k) not in (None, [], {})},
+        "shown": {k: pretty(res[k]) for k in SHOWN_FIELDS if res.get(k) not in (None, [], {}, "")},
         "extras": {k: pretty(v) for k, v in res.items() if k not in KNOWN_FIELDS},
         "notes": list(notes or []),
     }
