@@ -12,6 +12,7 @@ entry per criterion or screenshot of a narrowed call) are complete by constructi
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -22,6 +23,35 @@ from .judge.schema import json_schema_for
 def at_bound(reply: BaseModel) -> list[str]:
     """Paths of `reply`'s strings and lists that reached the bound of their schema."""
     return _walk(reply.model_dump(mode="json"), json_schema_for(type(reply)), "")
+
+
+@lru_cache(maxsize=512)
+def limits_note(model: type[BaseModel]) -> str:
+    """One line telling the judge the character limit of each text field of `model`'s reply.
+
+    Why in the request text too: the schema's descriptions state each limit, but a server doing
+    constrained decoding (vLLM's ``json_schema`` mode) enforces the schema without showing it to
+    the model, which would then learn a limit only by being cut off mid-sentence.
+    """
+    found: dict[str, int] = {}
+
+    def walk(node: Any, name: str) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "string" and "maxLength" in node and name != "criterion_id":
+                found.setdefault(name, node["maxLength"])
+            for key, sub in node.items():
+                if key == "properties":
+                    for prop, s in sub.items():
+                        walk(s, prop)
+                elif isinstance(sub, (dict, list)):
+                    walk(sub, name)
+        elif isinstance(node, list):
+            for sub in node:
+                walk(sub, name)
+    walk(json_schema_for(model), "")
+    if not found:
+        return ""
+    return "Reply length limits (characters, per item for lists): " + ", ".join(f"{k} {v}" for k, v in found.items()) + "."
 
 
 def _branch(value: Any, schema: dict[str, Any]) -> dict[str, Any]:

@@ -95,3 +95,20 @@ def test_step_ranges_parse(spec, steps):
 def test_bad_step_specs_are_rejected_not_guessed(spec):
     with pytest.raises(ValueError):
         schemas.FailurePoint.model_validate({"steps": spec, "error_code": "1.1", "what_happened": "x"})
+
+
+async def test_every_request_with_text_fields_states_their_limits():
+    """vLLM's json_schema mode enforces the schema without showing it to the model: the request
+    text itself names each text field's limit, so the judge is not cut off mid-sentence."""
+    from pipeline_helpers import make_traj
+
+    from verifier.pipeline import verify
+    from verifier.testing import ScriptedJudge
+
+    judge = ScriptedJudge()
+    await verify(make_traj(2), judge=judge)
+    text = {r.stage: ScriptedJudge.text(r) for r in judge.requests}
+    assert f"note {limits.REALITY_NOTE_CHARS}, justification {limits.JUSTIFICATION_CHARS}" in text["rescoring"]
+    assert f"primary_intent {limits.PRIMARY_INTENT_CHARS}" in text["outcome"]
+    assert f"description {limits.CRITERION_DESCRIPTION_CHARS}" in text["rubric"]
+    assert "Reply length limits" not in text["relevance"]  # numbers and ids only

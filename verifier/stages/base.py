@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from ..bounds import at_bound
+from ..bounds import at_bound, limits_note
 from ..cache import StageCache
 from ..config import VerifierConfig
 from ..errors import JudgeError
@@ -115,6 +115,8 @@ class Run:
         self.ledger.add_prompts(SYSTEM_TEMPLATE)
         self.ledger.add_prompts(template)
         self.ledger.add_prompts("context.user.j2")
+        limits = limits_note(output_model)  # the judge is told every text field's limit
+        per_call = f"{per_call}\n\n{limits}" if per_call and limits else per_call or limits
         msgs = messages(system_prompt(self.rubric), self.shared if shared is None else shared,
                         instructions.text, per_call, images)
         try:
