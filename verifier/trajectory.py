@@ -297,6 +297,41 @@ class Screenshot(BaseModel):
         return out
 
 
+#: Fixed `Trajectory.metadata` keys for the two judgements a run may carry besides the verifier's.
+#: They are recorded for comparison only (inspect, viewer, `bench --env-agreement`) and never read
+#: by any verification stage, so neither can leak into or stand in for the verifier's verdict.
+AGENT_CLAIM = "agent_claim"
+ENV_SCORE = "env_score"
+
+
+class AgentClaim(BaseModel):
+    """What the agent said about its own run (browser-use `success`, a `DONE` / `FAIL` action)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    success: bool | None = None  # None: the agent stopped without saying
+    source: str = Field(min_length=1, description="Where the claim was read, e.g. 'browser-use result.success'.")
+
+
+class EnvScore(BaseModel):
+    """The environment's programmatic score (BrowserGym `cum_reward`, OSWorld `result.txt`).
+
+    `success` is `score >= 1.0` (both harnesses score a solved task 1). An environment score is not
+    always task success: it is whatever the task's checker tests (in a security benchmark, 1.0 can
+    mean the attack worked).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float
+    success: bool
+    source: str = Field(min_length=1, description="Where the score was read, e.g. 'OSWorld result.txt'.")
+
+    @classmethod
+    def of(cls, score: float, source: str) -> EnvScore:
+        return cls(score=float(score), success=float(score) >= 1.0, source=source)
+
+
 class Trajectory(BaseModel):
     """A whole agent run: the verifier's single input type."""
 
@@ -311,6 +346,9 @@ class Trajectory(BaseModel):
     source_format: str = "native"
     source_path: str | None = None
     load_warnings: list[str] = Field(default_factory=list)
+    #: Facts about the run that are not the task (shown to no judge): `AGENT_CLAIM` and `ENV_SCORE`
+    #: (see `AgentClaim`, `EnvScore`); loaders may add other keys.
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _steps_numbered(self) -> Trajectory:
@@ -321,6 +359,7 @@ class Trajectory(BaseModel):
         for pos, shot in enumerate(self.screenshots):
             if shot.step > n + 1:
                 raise ValueError(f"screenshots[{pos}].step is {shot.step}, but there are {n} steps")
+        self.other_verdicts()  # a malformed agent_claim / env_score fails here, not in a report
         return self
 
     @property
@@ -333,6 +372,24 @@ class Trajectory(BaseModel):
         for k, shot in enumerate(self.screenshots, start=1):
             groups.setdefault(shot.sha256, []).append(k)
         return groups
+
+    def agent_claim(self) -> AgentClaim | None:
+        raw = self.metadata.get(AGENT_CLAIM)
+        return AgentClaim.model_validate(raw) if isinstance(raw, dict) else None
+
+    def env_score(self) -> EnvScore | None:
+        raw = self.metadata.get(ENV_SCORE)
+        return EnvScore.model_validate(raw) if isinstance(raw, dict) else None
+
+    def other_verdicts(self) -> dict[str, Any]:
+        """The agent's claim and the environment's score as plain data (absent ones left out)."""
+        claim, env = self.agent_claim(), self.env_score()
+        out: dict[str, Any] = {}
+        if claim is not None:
+            out[AGENT_CLAIM] = claim.model_dump()
+        if env is not None:
+            out[ENV_SCORE] = env.model_dump()
+        return out
 
     def to_json(self, **kwargs: Any) -> str:
         """Native JSON; in-memory screenshots are embedded as data URLs (by their serializer)."""
