@@ -25,6 +25,37 @@ OUTSIDE_HELP = ("read screenshot files outside the trajectory's folder (../, abs
                 "by default such paths are refused, since any image they reach is sent to the judge")
 
 
+TASK_FILE_HELP = ("where the instruction comes from for formats that do not store it (browser-use before 0.7.11, "
+                  "OSWorld): an OSWorld task config .json or a folder of them (evaluation_examples/examples), or "
+                  "a TSV/JSON/JSONL task list matched by task id")
+INSTRUCTION_HELP = "the task instruction of a single run whose format does not store it (wins over --task-file)"
+
+
+def add_task_args(p: argparse.ArgumentParser, *, instruction: bool = True) -> None:
+    """--task-file (and, for commands that take single runs, --instruction)."""
+    p.add_argument("--task-file", metavar="PATH", default=None, help=TASK_FILE_HELP)
+    if instruction:
+        p.add_argument("--instruction", metavar="TEXT", default=None, help=INSTRUCTION_HELP)
+
+
+def task_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The loader options of --task-file / --instruction that were given."""
+    out = {"task_file": getattr(args, "task_file", None), "instruction": getattr(args, "instruction", None)}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def single_run(items: Any, options: dict[str, Any]) -> Any:
+    """`items` as a list when --instruction was given, refused when it holds more than one run:
+    one instruction cannot be the task of several runs (a task file matches each by id)."""
+    if "instruction" not in options:
+        return items
+    found = list(items)
+    if len(found) > 1:
+        raise ConfigError(f"--instruction TEXT is for a single run, but {len(found)} were found; use --task-file "
+                          "PATH to give each run its own task")
+    return found
+
+
 #: One exit-status policy for `score` and `score-dataset` (also in README.md and each --help).
 EXIT_OK, EXIT_USAGE, EXIT_UNSCORED = 0, 2, 3
 EXIT_HELP = ("exit status: 0 every rollout scored; 3 some rollouts unscored (reasons in the summary; "

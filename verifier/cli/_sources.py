@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -56,13 +56,16 @@ def failing(rid: str, source: str, exc: BaseException) -> Item:
     return rid, source, thunk
 
 
-def iter_path(root: Path, key: Callable[[Path], str], *, allow_outside_screenshots: bool = False) -> Iterator[Item]:
-    """Each trajectory at `root`: `root` itself if it is one, else each trajectory directly inside it.
+def iter_path(root: Path, key: Callable[[Path], str], *, allow_outside_screenshots: bool = False,
+              task_options: Mapping[str, Any] | None = None) -> Iterator[Item]:
+    """Each trajectory at `root`: `root` itself if it is one, else each trajectory directly inside it
+    (and OSWorld run folders deeper down: its results tree nests them 5 levels deep).
 
     `key(path)` names an item; entries of a folder that are not trajectories are skipped (logged).
-    `allow_outside_screenshots` goes to the loaders (see `verifier.loaders.load_trajectories`).
+    `allow_outside_screenshots` and `task_options` (`task_file` / `instruction`, for formats that do
+    not store the instruction) go to the loaders (see `verifier.loaders.load_trajectories`).
     """
-    from ..loaders import detect_format
+    from ..loaders import detect_format, find_osworld_runs
 
     try:
         detect_format(root)
@@ -82,12 +85,17 @@ def iter_path(root: Path, key: Callable[[Path], str], *, allow_outside_screensho
                 detect_format(child)
                 children.append(child)
             except TrajectoryError:
-                log.debug("skipping %s: not a trajectory", child)
+                nested = find_osworld_runs(child) if child.is_dir() else []
+                children.extend(nested)
+                if not nested:
+                    log.debug("skipping %s: not a trajectory", child)
+    options = {k: v for k, v in (task_options or {}).items() if v is not None}
     for child in children:
-        yield from _iter_one(child, key(child), allow_outside_screenshots)
+        yield from _iter_one(child, key(child), allow_outside_screenshots, options)
 
 
-def _iter_one(path: Path, rid: str, outside: bool = False) -> Iterator[Item]:
+def _iter_one(path: Path, rid: str, outside: bool = False,
+              options: Mapping[str, Any] | None = None) -> Iterator[Item]:
     from ..loaders import detect_format, load_trajectories, load_trajectory
 
     try:
@@ -97,8 +105,8 @@ def _iter_one(path: Path, rid: str, outside: bool = False) -> Iterator[Item]:
         return
     if fmt == "native":
         yield from iter_native_file(path / "trajectory.json" if path.is_dir() else path, rid, outside)
-    elif path.is_dir():  # a run folder: one trajectory, loaded (and checked) by the worker
-        yield rid, str(path), lambda: load_trajectory(path, allow_outside_screenshots=outside)
+    elif path.is_dir() or fmt == "browser-use":  # one run: one trajectory, loaded (and checked) by the worker
+        yield rid, str(path), partial(load_trajectory, path, allow_outside_screenshots=outside, **(options or {}))
     else:  # e.g. a CUAVerifierBench parquet: many records, read lazily
         yield from _guarded(load_trajectories(path, allow_outside_screenshots=outside), rid, str(path))
 

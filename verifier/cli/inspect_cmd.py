@@ -16,13 +16,13 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ..errors import TrajectoryError
+from ..errors import ConfigError, TrajectoryError
 from ..loaders import load_trajectories
-from ..trajectory import Screenshot, Trajectory
-from ._options import OUTSIDE_HELP
+from ..trajectory import AGENT_CLAIM, ENV_SCORE, Screenshot, Trajectory
+from ._options import OUTSIDE_HELP, add_task_args, single_run, task_options
 from ._sources import display_path, iter_path
 
-FORMAT_CHOICES = ["auto", "fara", "om2w", "native", "cuavb-parquet"]
+FORMAT_CHOICES = ["auto", "fara", "om2w", "native", "cuavb-parquet", "browser-use", "browsergym", "osworld"]
 
 
 def register(subparsers: Any) -> None:
@@ -37,6 +37,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--write-native", metavar="OUT.jsonl", default=None,
                    help="also convert to the native format: one JSON record per line (screenshots by path)")
     p.add_argument("--allow-outside-screenshots", action="store_true", help=OUTSIDE_HELP)
+    add_task_args(p)
     p.add_argument("--embed-images", action="store_true",
                    help="with --write-native: embed screenshots as data URLs (a self-contained file)")
     p.set_defaults(func=run)
@@ -46,11 +47,13 @@ def _loaders(args: argparse.Namespace) -> Iterator[Callable[[], Trajectory]]:
     """One loader per trajectory. With --format auto, sources are read as `score` reads them (a
     folder of trajectories works, and a bad file or JSONL line fails alone, issue 14)."""
     outside = getattr(args, "allow_outside_screenshots", False)
+    options = task_options(args)
     if args.format == "auto":
-        for _rid, _source, thunk in iter_path(Path(args.path), display_path, allow_outside_screenshots=outside):
+        items = iter_path(Path(args.path), display_path, allow_outside_screenshots=outside, task_options=options)
+        for _rid, _source, thunk in single_run(items, options):
             yield thunk
     else:
-        for traj in load_trajectories(args.path, format=args.format, allow_outside_screenshots=outside):
+        for traj in load_trajectories(args.path, format=args.format, allow_outside_screenshots=outside, **options):
             yield _given(traj)
 
 
@@ -62,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
     out, failed, n = None, 0, 0
     try:
         if args.format == "cuavb-parquet" or str(args.path).lower().endswith(".parquet"):
-            from ..errors import ConfigError
             from ._preflight import require
 
             try:
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
                     print("\n" + "=" * 80 + "\n")
                 print(render(info, width=args.width))
             n += 1
-    except TrajectoryError as exc:
+    except (TrajectoryError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
@@ -137,7 +139,22 @@ def summarise(traj: Trajectory) -> dict[str, Any]:
         "task": traj.task.model_dump(), "status": traj.status.value, "final_answer": traj.final_answer,
         "steps": [s.model_dump() for s in traj.steps], "screenshots": shots,
         "distinct_screenshots": len(first_seen), "warnings": list(traj.load_warnings),
+        "agent_claim": traj.other_verdicts().get(AGENT_CLAIM), "env_score": traj.other_verdicts().get(ENV_SCORE),
     }
+
+
+def other_verdict_lines(info: dict[str, Any]) -> list[str]:
+    """The agent's claim and the environment's score, labelled as theirs: neither is the verifier's."""
+    lines = []
+    claim, env = info.get("agent_claim"), info.get("env_score")
+    if claim:
+        said = {True: "success", False: "failure", None: "stopped without saying"}[claim["success"]]
+        lines.append(f"Agent claim  {said}  (the agent's own word; {claim['source']})")
+    if env:
+        lines.append(f"Env score    {env['score']:g} ({'success' if env['success'] else 'not success'} by the "
+                     f"environment's checker; {env['source']}; not the verifier's verdict, and not always "
+                     "task success)")
+    return lines
 
 
 def render(info: dict[str, Any], *, width: int = 80) -> str:
@@ -155,6 +172,7 @@ def render(info: dict[str, Any], *, width: int = 80) -> str:
         f"Status       {info['status']}",
         f"Final answer {cut(answer, 0) if answer is not None else '(no answer)'}",
     ]
+    lines += other_verdict_lines(info)
     if info["warnings"]:
         lines.append("Warnings")
         lines += [f"  ! {w}" for w in info["warnings"]]

@@ -28,7 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, JudgeUnavailableError
-from ._options import add_scoring_args, check_known_keys, concurrency_of, exit_status, settings_overrides
+from ._options import (
+    add_scoring_args,
+    add_task_args,
+    check_known_keys,
+    concurrency_of,
+    exit_status,
+    settings_overrides,
+    single_run,
+    task_options,
+)
 from ._sources import Item, display_path, iter_path
 
 log = logging.getLogger(__name__)
@@ -40,15 +49,19 @@ def register(subparsers: Any) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="trajectory folder/file, or a folder of them")
     p.add_argument("--out", required=True, help="results JSONL (appended to; existing scored ids are skipped)")
     add_scoring_args(p, default_concurrency=4)
+    add_task_args(p)
     p.add_argument("--no-demo", action="store_true",
                    help="fail instead of starting the CPU demo judge when no judge is configured")
     p.set_defaults(func=run)
 
 
-def iter_items(paths: Iterable[str], *, allow_outside_screenshots: bool = False) -> Iterator[Item]:
-    """(id, source, loader) for every trajectory under `paths`; unreadable ones fail in the loader."""
+def iter_items(paths: Iterable[str], *, allow_outside_screenshots: bool = False,
+               options: dict[str, Any] | None = None) -> Iterator[Item]:
+    """(id, source, loader) for every trajectory under `paths`; unreadable ones fail in the loader.
+    `options`: --task-file / --instruction for the loaders (`_options.task_options`)."""
     for raw in paths:
-        yield from iter_path(Path(raw), display_path, allow_outside_screenshots=allow_outside_screenshots)
+        yield from iter_path(Path(raw), display_path, allow_outside_screenshots=allow_outside_screenshots,
+                             task_options=options)
 
 
 def build_config(args: argparse.Namespace) -> Any:
@@ -177,7 +190,9 @@ def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
 
     async def main() -> dict[str, int]:
         try:
-            items = iter_items(args.paths, allow_outside_screenshots=config.allow_outside_screenshots)
+            options = task_options(args)
+            items = single_run(iter_items(args.paths, allow_outside_screenshots=config.allow_outside_screenshots,
+                                          options=options), options)
             return await score_all(items, Path(args.out), judge, config,
                                    concurrency=concurrency_of(args.settings, args),
                                    progress=not args.no_progress,

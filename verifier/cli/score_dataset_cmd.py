@@ -32,7 +32,7 @@ from ..distributed.options import add_distributed_args
 from ..errors import ConfigError, JudgeUnavailableError, TrajectoryError
 from ..publish import add_publish_args, publish_if_asked, undecoded_images
 from ..records import ResultWriter, format_summary, summarize
-from ._options import add_scoring_args, exit_status, settings_overrides
+from ._options import add_scoring_args, add_task_args, exit_status, settings_overrides, single_run, task_options
 from ._preflight import check_judge, require
 from ._sources import Item, Unscored, iter_path, score_items
 
@@ -49,6 +49,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("source", help="folder of trajectories, local .parquet/.json/.jsonl file, or hub dataset")
     p.add_argument("--out", required=True, help="results.parquet or results.jsonl")
     add_scoring_args(p, default_concurrency=DEFAULT_CONCURRENCY)
+    add_task_args(p)
     p.add_argument("--split", default="train", help="dataset split (default: train)")
     p.add_argument("--name", help="dataset configuration name (hub datasets)")
     p.add_argument("--streaming", action="store_true", help="stream the dataset instead of downloading it")
@@ -74,12 +75,22 @@ def _is_native_jsonl(path: Path) -> bool:
     return isinstance(first, dict) and isinstance(first.get("task"), dict)
 
 
-def iter_folder(root: Path, outside: bool = False) -> Iterator[Item]:
+def _is_run_source(path: Path) -> bool:
+    """A folder, a native .json/.jsonl or a browser-use history: read by the loaders, not `datasets`."""
+    from ..loaders.browser_use import is_browser_use_file
+
+    return path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl")
+                             and (_is_native_jsonl(path) or is_browser_use_file(path)))
+
+
+def iter_folder(root: Path, outside: bool = False, options: dict[str, Any] | None = None) -> Iterator[Item]:
     """Each trajectory under `root` (or `root` itself), keyed by its path relative to `root`.
 
-    `root` itself (one trajectory folder or file) is keyed by its name (`runs.jsonl#0`), not "."."""
+    `root` itself (one trajectory folder or file) is keyed by its name (`runs.jsonl#0`), not ".".
+    `options`: --task-file / --instruction for formats that do not store the instruction."""
     return iter_path(root, lambda child: (root.resolve().name or ".") if child == root
-                     else child.relative_to(root).as_posix(), allow_outside_screenshots=outside)
+                     else child.relative_to(root).as_posix(), allow_outside_screenshots=outside,
+                     task_options=options)
 
 
 def row_to_trajectory(row: dict[str, Any], source: str, answer_tools: Sequence[str] | None = None,
@@ -143,9 +154,9 @@ def open_source(args: argparse.Namespace, answer_tools: Sequence[str] | None = N
     """The items of SOURCE and, when cheap to know, how many there are (for the progress bar)."""
     path = Path(args.source)
     total: int | None = None
-    if path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl")
-                         and _is_native_jsonl(path)):
-        items = iter_folder(path, outside)
+    options = task_options(args)
+    if _is_run_source(path):
+        items = single_run(iter_folder(path, outside, options), options)
     elif path.is_file() and path.suffix.lower() not in DATA_SUFFIXES:
         raise ConfigError(f"{path}: unsupported file type (use .parquet, .json, .jsonl, .csv or a folder)")
     else:
@@ -214,9 +225,7 @@ def check_dependencies(args: argparse.Namespace) -> None:
     path = Path(args.source)
     if Path(args.out).suffix == ".parquet":
         require("score-dataset --out *.parquet", "bench", "pyarrow")
-    native = path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl")
-                               and _is_native_jsonl(path))
-    if not native:
+    if not _is_run_source(path):
         require(f"score-dataset on {args.source} (a data file or hub dataset)", "bench", "datasets")
 
 
