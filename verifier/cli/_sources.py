@@ -177,14 +177,16 @@ async def score_one(rid: str, desc: str, thunk: Callable[[], Any],
     the local loop and the Ray actors share). A result degraded in a stage of `none_if_degraded`
     is unscored too (kept in the record, retried on rerun): the TRL reward's policy, offline."""
     t0 = time.monotonic()
+    others: dict[str, Any] | None = None
     try:
         traj = await asyncio.to_thread(thunk)
+        others = _other_verdicts(traj)
         result = await verify_one(traj)
         if weak := degraded_stages(result, none_if_degraded):
             return ScoreRecord(id=rid, status="unscored", reason=degraded_reason(result, weak), source=desc,
-                               result=result, duration_s=time.monotonic() - t0)
+                               result=result, duration_s=time.monotonic() - t0, other_verdicts=others)
         return ScoreRecord(id=rid, status="scored", source=desc, result=result,
-                           duration_s=time.monotonic() - t0)
+                           duration_s=time.monotonic() - t0, other_verdicts=others)
     except Unscored as exc:
         err: BaseException = exc.error
     except CuaVerifierError as exc:  # this trajectory only
@@ -192,7 +194,13 @@ async def score_one(rid: str, desc: str, thunk: Callable[[], Any],
     except Exception as exc:  # a bug must not stop hours of scoring; it is recorded, not scored
         log.exception("unexpected error on %s", rid)
         err = exc
-    return ScoreRecord.unscored(rid, err, source=desc, duration_s=time.monotonic() - t0)
+    return ScoreRecord.unscored(rid, err, source=desc, duration_s=time.monotonic() - t0, other_verdicts=others)
+
+
+def _other_verdicts(traj: Any) -> dict[str, Any] | None:
+    """The agent's claim / environment score a loaded trajectory carries (None when it has neither)."""
+    others = traj.other_verdicts() if hasattr(traj, "other_verdicts") else None
+    return others or None
 
 
 async def score_items(items: Iterable[Item], writer: ResultWriter,

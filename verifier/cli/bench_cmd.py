@@ -26,6 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     mode.add_argument("--split", choices=["fara7b_om2w_browserbase", "internal"], help="score this split")
     mode.add_argument("--from-results", metavar="DIR", help="recompute the report from a previous --out DIR")
     mode.add_argument("--from-labels", metavar="CSV", help="agreement table of verdicts/labels stored in a CSV")
+    mode.add_argument("--env-agreement", metavar="RESULTS",
+                      help="agreement of the verifier with the environment's own scores (BrowserGym cum_reward, "
+                           "OSWorld result.txt) in a results .jsonl written by score / score-dataset")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--data-dir", help="local folder with the dataset's parquet files")
     src.add_argument("--hub", action="store_true", help="download from the Hugging Face hub (default)")
@@ -66,6 +69,8 @@ def handle(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.env_agreement:
+        return _env_agreement(args)
     from ..bench.labels import agreement_table, format_table, read_labels_csv
     from ..bench.report import ReportInputs, write_report
     from ..bench.runner import report_inputs
@@ -95,6 +100,29 @@ def handle(args: argparse.Namespace) -> int:
         print("error: --out DIR is required with --split")
         return 2
     return asyncio.run(_score(args))
+
+
+def _env_agreement(args: argparse.Namespace) -> int:
+    """`bench --env-agreement RESULTS`: kappa / FPR / FNR against the environment's scores, and the
+    runs on which they disagree (`verifier.bench.env_agreement`); `--out DIR` also writes JSON."""
+    import json
+
+    from ..bench.env_agreement import as_json, env_agreement, format_env_agreement
+    from ..records import ResultWriter
+
+    path = Path(args.env_agreement)
+    if not path.is_file():
+        print(f"error: {path}: no such results file (score the runs first: cua-verifier score RUNS --out "
+              f"{path.name})", file=sys.stderr)
+        return 2
+    report = env_agreement(ResultWriter(path).records(), n_boot=args.n_boot, seed=args.seed)
+    print(format_env_agreement(report))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "env_agreement.json").write_text(json.dumps(as_json(report), indent=2) + "\n", encoding="utf-8")
+        print(f"\nreport: {out / 'env_agreement.json'}")
+    return 0
 
 
 async def _score(args: argparse.Namespace) -> int:
