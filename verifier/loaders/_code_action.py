@@ -18,8 +18,8 @@ _FENCE = re.compile(r"```(?:[A-Za-z0-9_+-]*\n)?(.*?)```", re.DOTALL)
 def split_reply(reply: str) -> tuple[str | None, str | None]:
     """(code, thought) of a model reply: the last fenced block, and the text around it.
 
-    No fence: a reply that parses as a call is all code (e.g. `click('79')`); otherwise it is all
-    thought and there is no code.
+    No fence: a reply that parses as calls only is all code (e.g. `click('79')`, BrowserGym's
+    multi-action `click('1'); fill('2', 'x')`); otherwise it is all thought and there is no code.
     """
     fences = list(_FENCE.finditer(reply))
     if fences:
@@ -28,7 +28,7 @@ def split_reply(reply: str) -> tuple[str | None, str | None]:
         prose = (reply[: last.start()] + reply[last.end():]).strip()
         return code or None, prose or None
     text = reply.strip()
-    if text and _single_call(text) is not None:
+    if text and _calls_only(text):
         return text, None
     return None, text or None
 
@@ -49,6 +49,15 @@ def parse_code(code: str, *, default: str = "code") -> tuple[str, dict[str, Any]
         out["args"] = args
     out.update(kwargs)
     return name, out
+
+
+def _calls_only(code: str) -> bool:
+    try:
+        tree = ast.parse(code, mode="exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    body = [node for node in tree.body if not isinstance(node, (ast.Import, ast.ImportFrom))]
+    return bool(body) and all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) for n in body)
 
 
 def _single_call(code: str) -> tuple[str, list[Any], dict[str, Any]] | None:
