@@ -83,8 +83,9 @@ def env_agreement(records: Iterable[ScoreRecord], *, n_boot: int = DEFAULT_N_BOO
 
 
 def format_env_agreement(report: EnvAgreement, digits: int = 3) -> str:
-    lines = [f"records {report.n_records}; with an environment score {report.n_with_env} "
-             f"({report.n_unscored} unscored by the verifier, left out)"]
+    head = (f"records {report.n_records}; with an environment score {report.n_with_env} "
+            f"({report.n_unscored} unscored by the verifier, left out)")
+    lines = [head]
     if report.n_with_env == 0:
         lines.append("no record carries an environment score (BrowserGym cum_reward, OSWorld result.txt): "
                      "nothing to compare")

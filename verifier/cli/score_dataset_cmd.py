@@ -32,7 +32,14 @@ from ..distributed.options import add_distributed_args
 from ..errors import ConfigError, JudgeUnavailableError, TrajectoryError
 from ..publish import add_publish_args, publish_if_asked, undecoded_images
 from ..records import ResultWriter, format_summary, summarize
-from ._options import add_scoring_args, add_task_args, exit_status, settings_overrides, single_run, task_options
+from ._options import (
+    add_scoring_args,
+    add_task_args,
+    exit_status,
+    settings_overrides,
+    single_run,
+    task_options,
+)
 from ._preflight import check_judge, require
 from ._sources import Item, Unscored, iter_path, score_items
 

@@ -84,7 +84,7 @@ def load_browser_use(path: str | Path, *, task_file: str | Path | None = None, i
         where = f"history[{k}]"
         if not isinstance(item, dict):
             raise TrajectoryError("must be an object", file=file, field=where)
-        state = item.get("state") if isinstance(item.get("state"), dict) else {}
+        state = _dict(item.get("state"))
         if request is None and isinstance(item.get("state_message"), str):
             m = _REQUEST.search(item["state_message"])
             request = m.group(1).strip() if m and m.group(1).strip() else None
@@ -121,7 +121,7 @@ def load_browser_use(path: str | Path, *, task_file: str | Path | None = None, i
         RunStatus.aborted if last and last.get("error") else RunStatus.step_budget_exhausted)
 
     task_id = root.name if p.stem.lower() in _GENERIC else p.stem
-    own = {"instruction": request, "start_url": None, "metadata": {}} if request else None
+    own: dict[str, Any] | None = {"instruction": request, "start_url": None, "metadata": {}} if request else None
     entry = resolve_task(task_id, instruction=instruction, task_file=task_file, own=own, file=file,
                          why_missing="browser-use writes the task into the history only from 0.7.11 "
                                      "(state_message)")
@@ -135,7 +135,7 @@ def load_browser_use(path: str | Path, *, task_file: str | Path | None = None, i
 def _item_steps(item: dict[str, Any], before: int, state: dict[str, Any], *, file: str, where: str,
                 warnings: list[str]) -> list[Step]:
     output = item.get("model_output")
-    results = item.get("result") if isinstance(item.get("result"), list) else []
+    results = _list(item.get("result"))
     if not isinstance(output, dict):
         errors = [str(r["error"]) for r in results if isinstance(r, dict) and r.get("error")]
         warnings.append(f"{where}: no model output" + (f" (error: {errors[0][:200]})" if errors else ""))
@@ -143,10 +143,10 @@ def _item_steps(item: dict[str, Any], before: int, state: dict[str, Any], *, fil
     actions = output.get("action")
     if not isinstance(actions, list):
         raise TrajectoryError("must be a list of {name: params} objects", file=file, field=f"{where}.model_output.action")
-    reflection = output.get("current_state") if isinstance(output.get("current_state"), dict) else output
+    reflection = _dict(output.get("current_state")) or output
     thought = "\n".join(f"{label}: {reflection[key]}" for key, label in _REFLECTION
                         if isinstance(reflection.get(key), str) and reflection[key].strip()) or None
-    meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+    meta = _dict(item.get("metadata"))
     url = state.get("url") if isinstance(state.get("url"), str) else None
     if len(results) < len(actions):
         warnings.append(f"{where}: {len(actions) - len(results)} of {len(actions)} actions did not run")
@@ -156,7 +156,7 @@ def _item_steps(item: dict[str, Any], before: int, state: dict[str, Any], *, fil
             raise TrajectoryError("must be one {name: params} object", file=file,
                                   field=f"{where}.model_output.action[{j}]")
         (name, params), = action.items()
-        result = result if isinstance(result, dict) else {}
+        result = _dict(result)
         steps.append(Step(index=before + j + 1, action=str(name) or "unnamed",
                           arguments=params if isinstance(params, dict) else {},
                           thought=thought if j == 0 else None, url=url,
@@ -198,6 +198,14 @@ def _local_path(saved: str, root: Path, allow_outside: bool) -> Path | None:
     if beside is not None and beside.is_file():
         return beside
     return own if own is not None and own.is_file() else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _last_result(history: list[Any]) -> dict[str, Any] | None:

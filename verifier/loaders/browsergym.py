@@ -53,7 +53,8 @@ def load_browsergym(folder: str | Path, *, task_file: str | Path | None = None, 
     for k, (p, info) in enumerate(infos):
         get = _getter(info, p)
         obs = get("obs") if isinstance(get("obs"), dict) else {}
-        chat = obs.get("chat_messages") if isinstance(obs.get("chat_messages"), list) else chat
+        messages = obs.get("chat_messages")
+        chat = messages if isinstance(messages, list) else chat
         goal_text = goal_text or _goal_text(obs.get("goal_object")) or _goal_text(obs.get("goal"))
         action = get("action")
         if action is None:
@@ -97,7 +98,7 @@ def load_browsergym(folder: str | Path, *, task_file: str | Path | None = None, 
     goal_file = root / "goal_object.pkl.gz"
     if goal_file.is_file():
         goal_text = _goal_text(load_pickle(goal_file, what=goal_file.name)) or goal_text
-    own = {"instruction": goal_text, "start_url": None, "metadata": {}} if goal_text else None
+    own: dict[str, Any] | None = {"instruction": goal_text, "start_url": None, "metadata": {}} if goal_text else None
     entry = resolve_task(task_id, instruction=instruction, task_file=task_file, own=own, file=str(root),
                          why_missing="no goal_object.pkl.gz and no goal in the observations")
     task = Task(id=task_id, instruction=entry["instruction"], start_url=entry.get("start_url"),

@@ -21,13 +21,22 @@ The instruction is not in the result folder: it lives in the task config
 from __future__ import annotations
 
 import os
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..errors import TrajectoryError
-from ..trajectory import AGENT_CLAIM, ENV_SCORE, AgentClaim, EnvScore, RunStatus, Screenshot, Step, Task, Trajectory
+from ..trajectory import (
+    AGENT_CLAIM,
+    ENV_SCORE,
+    AgentClaim,
+    EnvScore,
+    RunStatus,
+    Screenshot,
+    Step,
+    Task,
+    Trajectory,
+)
 from ._code_action import parse_code
 from ._common import check_screenshots, confine_screenshots, iter_json_lines, read_text
 from .task_file import resolve_task
