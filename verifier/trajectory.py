@@ -39,6 +39,7 @@ from pydantic import (
 )
 
 from .errors import ScreenshotError
+from .other_verdicts import AGENT_CLAIM, ENV_SCORE, AgentClaim, EnvScore
 
 TRAJECTORY_SCHEMA_VERSION = "1.0"
 
@@ -295,41 +296,6 @@ class Screenshot(BaseModel):
         if self.path is None and self.data_url is None and (self._raw is not None or self._pil is not None):
             out["data_url"] = self.as_data_url()
         return out
-
-
-#: Fixed `Trajectory.metadata` keys for the two judgements a run may carry besides the verifier's.
-#: They are recorded for comparison only (inspect, viewer, `bench --env-agreement`) and never read
-#: by any verification stage, so neither can leak into or stand in for the verifier's verdict.
-AGENT_CLAIM = "agent_claim"
-ENV_SCORE = "env_score"
-
-
-class AgentClaim(BaseModel):
-    """What the agent said about its own run (browser-use `success`, a `DONE` / `FAIL` action)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    success: bool | None = None  # None: the agent stopped without saying
-    source: str = Field(min_length=1, description="Where the claim was read, e.g. 'browser-use result.success'.")
-
-
-class EnvScore(BaseModel):
-    """The environment's programmatic score (BrowserGym `cum_reward`, OSWorld `result.txt`).
-
-    `success` is `score >= 1.0` (both harnesses score a solved task 1). An environment score is not
-    always task success: it is whatever the task's checker tests (in a security benchmark, 1.0 can
-    mean the attack worked).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    score: float
-    success: bool
-    source: str = Field(min_length=1, description="Where the score was read, e.g. 'OSWorld result.txt'.")
-
-    @classmethod
-    def of(cls, score: float, source: str) -> EnvScore:
-        return cls(score=float(score), success=float(score) >= 1.0, source=source)
 
 
 class Trajectory(BaseModel):
