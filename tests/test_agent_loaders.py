@@ -382,3 +382,17 @@ def test_other_verdicts_round_trip_through_native(shared_data, tmp_path):
     assert again.other_verdicts() == t.other_verdicts() and again.env_score().score == 1.0
     with pytest.raises(ValueError):
         Trajectory.model_validate({**json.loads(t.to_json()), "metadata": {"env_score": {"score": "high"}}})
+
+
+def test_a_folder_of_runs_with_one_history_file_is_not_one_run(tmp_path):
+    item = bu_item([{"done": {"text": "x"}}], [{"is_done": True, "extracted_content": "x"}], {"url": "u"})
+    (tmp_path / "AgentHistory.json").write_text(json.dumps({"history": [item]}))
+    assert detect_format(tmp_path) == "browser-use"
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "AgentHistory.json").write_text(json.dumps({"history": [item]}))
+    with pytest.raises(TrajectoryError, match="unknown trajectory folder"):
+        detect_format(tmp_path)  # the caller lists the folder and finds both runs
+    from verifier.cli._sources import iter_path
+
+    assert sorted(rid for rid, _, _ in iter_path(tmp_path, lambda p: p.relative_to(tmp_path).as_posix())) == [
+        "AgentHistory.json", "other"]

@@ -70,7 +70,7 @@ def detect_format(path: str | Path) -> str:
             return "osworld"
         if (p / "trajectory.json").is_file():
             return "native"
-        if browser_use_file_in(p) is not None:
+        if browser_use_file_in(p) is not None and not _holds_run_folders(p):
             return "browser-use"
         raise TrajectoryError("unknown trajectory folder: expected web_surfer.log + *_final_answer.json "
                               "(fara), result.json (Online-Mind2Web), step_0.pkl.gz (BrowserGym), traj.jsonl "
@@ -141,6 +141,16 @@ def load_trajectory(path_or_row: str | Path | Mapping[str, Any], *, format: str 
         raise TrajectoryError("holds more than one trajectory; use load_trajectories()",
                               file=str(path_or_row))
     return first
+
+
+def _holds_run_folders(p: Path) -> bool:
+    """Whether a subfolder of `p` is itself a run (then `p` is a folder of runs, not one run)."""
+    try:
+        subs = [c for c in p.iterdir() if c.is_dir()]
+    except OSError:
+        return False
+    return any(is_fara_folder(c) or is_om2w_folder(c) or is_browsergym_folder(c) or is_osworld_folder(c)
+               or (c / "trajectory.json").is_file() or browser_use_file_in(c) is not None for c in subs)
 
 
 def _member_of_folder(p: Path) -> bool:
