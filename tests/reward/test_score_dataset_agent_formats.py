@@ -59,13 +59,15 @@ def test_osworld_tree_with_task_folder_to_parquet(tmp_path):
     assert "env_score" not in t1["result_json"]
 
 
-def test_browser_use_file_needs_its_instruction(shared_data, tmp_path):
+def test_browser_use_file_needs_its_instruction(shared_data, tmp_path, capsys):
     src = tmp_path / "AgentHistory.json"
     shutil.copy(shared_data / "trajectories" / "browser-use-jakkaj-bfcl" / "AgentHistory.json", src)
     out = tmp_path / "res.jsonl"
     assert run_cli([str(src), "--out", str(out)]) == 3
     rec = json.loads(out.read_text().splitlines()[0])
     assert rec["status"] == "unscored" and "--task-file PATH or --instruction TEXT" in rec["reason"]
+    assert "error: 1 run(s) lack their task instruction: pass --task-file PATH or --instruction TEXT" in (
+        capsys.readouterr().err)
     assert run_cli([str(src), "--out", str(out), "--instruction", "Find the leaderboards"]) == 0
     rec = json.loads(out.read_text().splitlines()[-1])
     assert rec["status"] == "scored" and rec["other_verdicts"]["agent_claim"]["success"] is True

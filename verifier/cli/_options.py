@@ -56,6 +56,15 @@ def single_run(items: Any, options: dict[str, Any]) -> Any:
     return found
 
 
+def missing_instruction_note(records: Any) -> str | None:
+    """One line when runs were left unscored for want of their instruction (the record's reason
+    says so too, but a summary shows only error types): how to supply it."""
+    from ..loaders.task_file import SUPPLY_HINT
+
+    n = sum(1 for r in records if r.status == "unscored" and r.reason and SUPPLY_HINT in r.reason)
+    return f"error: {n} run(s) lack their task instruction: {SUPPLY_HINT}" if n else None
+
+
 #: One exit-status policy for `score` and `score-dataset` (also in README.md and each --help).
 EXIT_OK, EXIT_USAGE, EXIT_UNSCORED = 0, 2, 3
 EXIT_HELP = ("exit status: 0 every rollout scored; 3 some rollouts unscored (reasons in the summary; "

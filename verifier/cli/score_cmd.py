@@ -34,6 +34,7 @@ from ._options import (
     check_known_keys,
     concurrency_of,
     exit_status,
+    missing_instruction_note,
     settings_overrides,
     single_run,
     task_options,
@@ -209,5 +210,8 @@ def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
 
     print(f"this run: scored {counts['scored']}, unscored {counts['unscored']}, skipped (already scored) "
           f"{counts['skipped']} -> {args.out}")
-    print(format_summary(summarize(ResultWriter(args.out).records())))
+    records = ResultWriter(args.out).records()
+    print(format_summary(summarize(records)))
+    if note := missing_instruction_note(records):
+        print(note, file=sys.stderr)
     return exit_status(counts)

@@ -36,6 +36,7 @@ from ._options import (
     add_scoring_args,
     add_task_args,
     exit_status,
+    missing_instruction_note,
     settings_overrides,
     single_run,
     task_options,
@@ -224,7 +225,8 @@ async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
         writer.export_parquet(out)
     else:
         writer.export_jsonl(out)
-    return {"this_run": counts, **summarize(writer.records())}
+    records = writer.records()
+    return {"this_run": counts, **summarize(records), "instruction_note": missing_instruction_note(records)}
 
 
 def check_dependencies(args: argparse.Namespace) -> None:
@@ -256,6 +258,8 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
     c = summary["this_run"]
     print(f"this run: scored {c['scored']}, unscored {c['unscored']}, already done {c['skipped']}")
     print(format_summary(summary))
+    if summary.get("instruction_note"):
+        print(summary["instruction_note"], file=sys.stderr)
     print(f"results: {args.out}")
     if published:
         print(f"scored dataset: {published['rows']} rows -> {published.get('folder') or published.get('pushed')}")
