@@ -9,6 +9,7 @@ does not look at. Each check is shown to fail on a planted back-arrow in a copy 
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -40,51 +41,58 @@ def _copy_tree(dest: Path) -> Path:
 
 
 def _cycles(root: Path) -> list[list[str]]:
-    """Every strongly connected component of more than one module in the project's import graph."""
-    grimp = pytest.importorskip("grimp")
-    sys.path.insert(0, str(root))
-    try:
-        graph = grimp.build_graph(*PACKAGES, cache_dir=None)
-    finally:
-        sys.path.remove(str(root))
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for start in sorted(graph.modules):  # Tarjan's algorithm, iterative (no recursion limit)
-        if start in index:
+    """Every strongly connected component of more than one module in the import graph of the
+    packages under `root`. Built in a fresh interpreter: grimp finds packages through the import
+    system, which in this process would hand back the checkout's modules already imported."""
+    pytest.importorskip("grimp")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    got = subprocess.run([sys.executable, "-c", _CYCLES, *PACKAGES], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert got.returncode == 0, got.stderr[-3000:]
+    return json.loads(got.stdout)
+
+
+# Tarjan's algorithm, iterative (no recursion limit), over grimp's graph of the given packages.
+_CYCLES = """
+import json, sys
+import grimp
+
+graph = grimp.build_graph(*sys.argv[1:], cache_dir=None)
+index, low, stack, on_stack, found = {}, {}, [], set(), []
+for start in sorted(graph.modules):
+    if start in index:
+        continue
+    index[start] = low[start] = len(index)
+    stack.append(start)
+    on_stack.add(start)
+    work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start))))]
+    while work:
+        node, children = work[-1]
+        child = next(children, None)
+        if child is not None:
+            if child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
             continue
-        work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start))))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
+        work.pop()
+        if work:
+            low[work[-1][0]] = min(low[work[-1][0]], low[node])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+print(json.dumps(found))
+"""
 
 
 def test_lint_imports_keeps_every_contract():
