@@ -3,7 +3,7 @@ over the packages (`verifier/`, `reward/`, `serving/`, `cua_verifier/`; config i
 `[tool.mypy]`). Both fail on any finding. The import layering (`lint-imports`) is tests/test_layers.py.
 
 Both are fast when warm (ruff well under a second; mypy reuses `.mypy_cache`, a few seconds); a
-cold mypy run over the core package takes about 9 s of CPU (large third-party packages are skipped, see pyproject).
+cold mypy run over the four packages takes about 18 s of CPU (large third-party packages are skipped, see pyproject).
 """
 from __future__ import annotations
 
