@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from verifier.cli import main, score_cmd
+from cua_verifier.cli import main, score_cmd
 from verifier.testing import ScriptedJudge
 
 BU = "trajectories/browser-use-jakkaj-bfcl"

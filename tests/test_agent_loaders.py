@@ -349,7 +349,7 @@ def test_osworld_canonical_layout_task_folder_and_responses(tmp_path):
     assert t.agent_claim().success is False and t.env_score().success is False
     assert t.steps[2].timestamp - t.steps[0].timestamp == 1.0
 
-    from verifier.cli._sources import iter_path  # a results root finds the run 5 levels down
+    from verifier.sources.items import iter_path  # a results root finds the run 5 levels down
     assert [rid for rid, _, _ in iter_path(root, lambda p: p.relative_to(root).as_posix())] == [
         f"pyautogui/screenshot/claude-3-7/chrome/{example}"]
 
@@ -392,7 +392,7 @@ def test_a_folder_of_runs_with_one_history_file_is_not_one_run(tmp_path):
     (tmp_path / "other" / "AgentHistory.json").write_text(json.dumps({"history": [item]}))
     with pytest.raises(TrajectoryError, match="unknown trajectory folder"):
         detect_format(tmp_path)  # the caller lists the folder and finds both runs
-    from verifier.cli._sources import iter_path
+    from verifier.sources.items import iter_path
 
     assert sorted(rid for rid, _, _ in iter_path(tmp_path, lambda p: p.relative_to(tmp_path).as_posix())) == [
         "AgentHistory.json", "other"]

@@ -12,8 +12,8 @@ import pytest
 import reward_fakes
 from PIL import Image
 
+from cua_verifier.cli import build_parser
 from reward import RewardSettings
-from verifier.cli import build_parser
 
 
 def png() -> bytes:
@@ -71,3 +71,32 @@ def test_browser_use_file_needs_its_instruction(shared_data, tmp_path, capsys):
     assert run_cli([str(src), "--out", str(out), "--instruction", "Find the leaderboards"]) == 0
     rec = json.loads(out.read_text().splitlines()[-1])
     assert rec["status"] == "scored" and rec["other_verdicts"]["agent_claim"]["success"] is True
+
+
+def test_browser_use_file_publishes_its_results_like_a_folder(shared_data, tmp_path):
+    """Publishing decides what the source is as scoring does (`is_run_source`): a browser-use
+    history is a run, with no input columns to keep, not a JSON data file to join by row id."""
+    datasets = pytest.importorskip("datasets")
+    src = tmp_path / "AgentHistory.json"
+    shutil.copy(shared_data / "trajectories" / "browser-use-jakkaj-bfcl" / "AgentHistory.json", src)
+    pub = tmp_path / "pub"
+    assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl"), "--instruction", "Find the leaderboards",
+                    "--publish-dir", str(pub)]) == 0
+    ds = datasets.load_dataset(str(pub), split="train", cache_dir=str(tmp_path / "cache"))
+    assert ds["uv_id"] == ["AgentHistory.json"] and ds["uv_status"] == ["scored"]
+
+
+def test_ray_backend_reads_a_browser_use_file_with_the_loaders(shared_data, tmp_path, monkeypatch):
+    """`score-dataset --ray` reads a browser-use history as the local path does (the loaders, with
+    --instruction), never as a JSON data file for Ray Data; Ray itself is not needed to list it."""
+    import sys
+
+    from verifier.distributed.ray_backend import _rows
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # an import of ray (Ray Data) would fail here
+    src = tmp_path / "AgentHistory.json"
+    shutil.copy(shared_data / "trajectories" / "browser-use-jakkaj-bfcl" / "AgentHistory.json", src)
+    args = build_parser().parse_args(["score-dataset", str(src), "--out", str(tmp_path / "o.jsonl"),
+                                      "--instruction", "Find the leaderboards"])
+    ((rid, _desc, load),) = list(_rows(args, None))
+    assert rid == "AgentHistory.json" and load().task.instruction == "Find the leaderboards"

@@ -16,9 +16,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, TrajectoryError
-from ..loaders import load_trajectories
-from ..trajectory import AGENT_CLAIM, ENV_SCORE, Screenshot, Trajectory
+from verifier.errors import ConfigError, TrajectoryError
+from verifier.loaders import load_trajectories
+from verifier.trajectory import AGENT_CLAIM, ENV_SCORE, Screenshot, Trajectory
+
 from ._options import OUTSIDE_HELP, add_task_args, single_run, task_options
 from ._sources import display_path, iter_path
 
