@@ -87,7 +87,7 @@ def draw(p: P) -> Image.Image:
         d.rounded_rectangle([x, H - 56, x + wbox, H - 24], radius=6, fill=(30, 110, 200))
         d.text((x + 12, H - 48), label, fill="white", font=body)
         x += wbox + 16
-    return img.quantize(colors=16, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    return img.quantize(colors=16, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)  # 7x MEDIANCUT
 
 
 def write_case(out: Path, c: Case) -> int:
