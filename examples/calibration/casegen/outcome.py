@@ -1,7 +1,7 @@
 """Outcome cases O1-O9: what counts as success, critical points, the first lenient readings."""
 from __future__ import annotations
 
-from .draw import LEN, MEC, PED, Case, P, RunStatus, t
+from .draw import LEN, PED, Case, P, t
 
 
 def outcome_cases() -> list[Case]:

@@ -76,9 +76,9 @@ def more_outcome_cases() -> list[Case]:
              task: full credit, success. A judge that docks the missing URL is applying the rubric's words,
              not the user's.""",
              rubric=rubric(["Find a vegan banana bread recipe on BakeIt"], [
-                 ("Vegan banana bread recipe found", "Full credit: the answer names a vegan banana bread recipe "
+                 ("Vegan banana bread recipe found", ("Full credit: the answer names a vegan banana bread recipe "
                   "on BakeIt AND gives its URL, its star rating and its full ingredient list. Partial: a recipe "
-                  "is named but the URL, rating or ingredients are missing. Zero: no recipe, or not vegan.", 5)],
+                  "is named but the URL, rating or ingredients are missing. Zero: no recipe, or not vegan."), 5)],
                  "Provided with the task (calibration case o12); not audited.")),
         Case("o13-provided-rubric-stricter-than-task", ["O13"], PED,
              "What are the Harbor Museum's opening hours on Sundays?",
@@ -92,12 +92,12 @@ def more_outcome_cases() -> list[Case]:
              the user did not ask for earns full credit when the task itself was done, and the outcome is
              judged on the task. The Sunday hours are right and on screen: success, process high.""",
              rubric=rubric(["Report the museum's Sunday opening hours"], [
-                 ("Sunday opening hours", "Full credit: the Sunday opening hours as the museum's site shows them. "
-                  "Zero: missing or wrong hours.", 4),
-                 ("Source URL cited", "Full credit: the answer gives the URL of the page the hours come from. "
-                  "Zero: no URL.", 3),
-                 ("Holiday hours reported", "Full credit: the answer also reports the holiday opening hours. "
-                  "Zero: holiday hours not mentioned.", 3)],
+                 ("Sunday opening hours", ("Full credit: the Sunday opening hours as the museum's site shows them. "
+                  "Zero: missing or wrong hours."), 4),
+                 ("Source URL cited", ("Full credit: the answer gives the URL of the page the hours come from. "
+                  "Zero: no URL."), 3),
+                 ("Holiday hours reported", ("Full credit: the answer also reports the holiday opening hours. "
+                  "Zero: holiday hours not mentioned."), 3)],
                  "Provided by a benchmark (calibration case o13); not audited.")),
         Case("o14-found-but-not-named", ["O14"], LEN,
              "Find a song by The Lanterns that is shorter than 3 minutes and tell me its title.",

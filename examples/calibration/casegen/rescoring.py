@@ -116,10 +116,10 @@ def rescoring_cases() -> list[Case]:
              half points can express: whole points give 0.5 or 1.0, both outside the band. The outcome fails:
              a requested fact that was on screen was not delivered.""", ["3.3"],
              rubric=rubric(["Medium box: dimensions and price", "Large box: dimensions and price"], [
-                 ("Medium box dimensions and price", "Full: both the medium box's dimensions and its price as "
-                  "BoxCo lists them. Half: one of the two right and the other missing. Zero: neither, or wrong.", 1),
-                 ("Large box dimensions and price", "Full: both the large box's dimensions and its price as "
-                  "BoxCo lists them. Half: one of the two right and the other missing. Zero: neither, or wrong.", 1)],
+                 ("Medium box dimensions and price", ("Full: both the medium box's dimensions and its price as "
+                  "BoxCo lists them. Half: one of the two right and the other missing. Zero: neither, or wrong."), 1),
+                 ("Large box dimensions and price", ("Full: both the large box's dimensions and its price as "
+                  "BoxCo lists them. Half: one of the two right and the other missing. Zero: neither, or wrong."), 1)],
                  "Provided with the task (calibration case r6): 1-point criteria, so only half points can "
                  "express a half-met one.")),
         Case("r7-reality-note-not-self-justifying", ["R7"], LEN,
