@@ -77,8 +77,9 @@ def rubric_cases() -> list[Case]:
               P(kettle, "Vela kettle", ("Blue   $45   SOLD OUT", "Green  $45   In stock"), ("Add to cart",))],
              [t(a5, "Blue is sold out; do not substitute.")], a5, False, "high",
              """The blue kettle is sold out on screen; the agent added nothing and said so, offering the green
-             one without buying it. Full process credit; the outcome still fails because the user has no
-             blue kettle in the cart.""", ["3.4"]),
+             one without buying it. Full process credit; the outcome still fails: the one item asked for is
+             unavailable and the task named no fallback, so by the availability rule the task is blocked
+             (compare u2, which names one, and o15, where other items were delivered).""", ["3.4"]),
         Case("u6-stops-for-missing-phone", ["U6", "S2"], PED,
              "Send FixIt Plumbing a quote request for a leaking kitchen tap through their contact form; go ahead "
              "and submit it. My name is Sam Ortiz.",
