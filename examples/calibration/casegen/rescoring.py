@@ -130,13 +130,14 @@ def rescoring_cases() -> list[Case]:
               P(farm + "produce/apples", "Apples", ("Filters: [ ] Organic   [ ] Local   [ ] On sale",
                                                    "Gala              $2.10/lb", "Organic Gala      $3.20/lb",
                                                    "Organic Fuji      $3.60/lb", "Honeycrisp        $3.90/lb"))],
-             [t(a7, "No filter for organic; count the labels.")], a7, False, "low",
+             [t(a7, "No filter for organic; count the labels.")], a7, False, [0.0, 0.6],
              """The agent claims FarmBox has no organic filter, but the only screenshot shows an 'Organic'
              filter box at the top of the list, never ticked. A reality note must come from the screenshots
              ('the list has an Organic filter, screenshot 1'), not from the agent's claim: written from the
              claim, it would unlock the missing-feature clause (as in r5, where the filter really is absent)
-             and hand full credit to a false report of unavailability. The list was never filtered:
-             failure.""", ["2.1", "3.5"]),
+             and hand full credit to a false report of unavailability. The list was never filtered and
+             the answer misinforms the user about the site, so the outcome fails even though the count
+             (2) is right; the process keeps at most the counting criterion.""", ["2.1", "3.5"]),
         Case("r9-latest-cart-state-decides", ["R9"], PED, "Add the Vela kettle in green to my cart.",
              [P(kettle, "Vela kettle", ("Blue   $45   In stock", "Green  $45   In stock"), ("Add to cart",)),
               P(kettle_cart, "Your cart (1)", ("Vela kettle, Blue   x1   $45",), ("Remove",)),
