@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from .cascade import cascade_cases
 from .draw import Case
-from .hacks import hack_cases
 from .outcome import outcome_cases
 from .outcome_more import more_outcome_cases
 from .rescoring import rescoring_cases
 from .rubric import rubric_cases
 from .shown import shown_cases
-from .side_effects import side_effect_cases
+from .side_effects import hack_cases, side_effect_cases
 
 
 def all_cases() -> list[Case]:
