@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import verifier.cli.calibrate_cmd as cmd
+import cua_verifier.cli.calibrate_cmd as cmd
+from cua_verifier.cli import main
 from verifier.calibrate import CalibrationReport
-from verifier.cli import main
 from verifier.testing import ScriptedJudge
 
 SUITE = Path(__file__).resolve().parents[2] / "examples" / "calibration"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import reward_fakes
 
+from cua_verifier.cli import build_parser
 from reward import RewardSettings
-from verifier.cli import build_parser
 from verifier.records import ResultWriter
 from verifier.trajectory import Step, Task, Trajectory
 
@@ -120,7 +120,7 @@ def test_real_subprocess_kill_then_resume(tmp_path):
                                "judge_factory": "reward_fakes.fake_judge",
                                "cache_factory": None}))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)]), "FAKE_VERIFY_SLEEP": "0.15"}
-    cli = "import sys; from verifier.cli import main; sys.exit(main())"
+    cli = "import sys; from cua_verifier.cli import main; sys.exit(main())"
     proc = subprocess.Popen([sys.executable, "-c", cli, "score-dataset", str(src), "--out", str(out),
                              "--config", str(cfg), "--concurrency", "2", "--no-progress"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -187,7 +187,7 @@ def write_prompt_completion_rows(path: Path) -> Path:
 
 def test_answer_tool_rows_are_read_as_the_reward_reads_them(tmp_path):
     """Offline scoring and the training reward must see the same final answer for one rollout."""
-    from reward.adapters import build_trajectories
+    from verifier.loaders.rollouts import build_trajectories
 
     src = write_prompt_completion_rows(tmp_path / "rows.jsonl")
     row = json.loads(src.read_text())
@@ -237,7 +237,7 @@ def parsed(argv: list[str]):
 
 
 def test_config_format_and_flags_win_over_the_file(tmp_path, monkeypatch, capsys):
-    from verifier.cli.score_dataset_cmd import build_settings
+    from cua_verifier.cli.score_dataset_cmd import build_settings
 
     for var in ("CUA_JUDGE_URL", "CUA_JUDGE_MODEL", "CUA_VERIFIER_CONFIG"):
         monkeypatch.delenv(var, raising=False)
@@ -264,7 +264,7 @@ def test_config_format_and_flags_win_over_the_file(tmp_path, monkeypatch, capsys
 
 
 def test_both_commands_document_the_same_options():
-    from verifier.cli import _options
+    from cua_verifier.cli import _options
 
     for cmd in ("score", "score-dataset"):
         sub = next(a for a in build_parser()._subparsers._group_actions[0].choices.items() if a[0] == cmd)[1]
@@ -279,7 +279,7 @@ def test_a_failing_writer_stops_the_run_with_its_error_not_a_hang(tmp_path):
     """The shared loop: when records cannot be written (disk full), say so at once."""
     import asyncio
 
-    from verifier.cli._sources import score_items
+    from verifier.sources.items import score_items
 
     class FullDisk(ResultWriter):
         def write(self, record):

@@ -60,7 +60,7 @@ def result_columns(records: list[ScoreRecord]) -> dict[str, list[Any]]:
 
 def _row_ids(src: Any, args: argparse.Namespace) -> list[str]:
     """The id `score-dataset` gave each row of `src`, computed from the id columns only."""
-    from ..cli.score_dataset_cmd import ID_COLUMNS, iter_rows
+    from ..sources.rows import ID_COLUMNS, iter_rows
 
     wanted = [args.id_column] if args.id_column else list(ID_COLUMNS)
     cols = [c for c in wanted if c in src.column_names]
@@ -72,7 +72,7 @@ def build(args: argparse.Namespace, records: list[ScoreRecord]) -> tuple[Any, li
     """(scored Dataset, input columns kept, the records published in row order)."""
     import datasets
 
-    from ..cli.score_dataset_cmd import _is_native_jsonl, load_rows
+    from ..sources.rows import _is_native_jsonl, load_rows
 
     path = Path(args.source)
     folder = path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl")

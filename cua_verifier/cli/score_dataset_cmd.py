@@ -12,35 +12,41 @@ ids already scored and retries unscored ones, so a kill loses nothing and repeat
 run concurrently under `--concurrency` (the judge client adds its own per-endpoint limit); judge
 failures, and files or lines that cannot be read, become `unscored` records with a reason, never
 zero scores and never a crash. Sources, the scoring loop, the judge/verifier flags and the --config
-format are shared with `score` (verifier/cli/_sources.py, _options.py). Prompt/completion rows are
+format are shared with `score` (verifier/sources/, verifier/options.py). Prompt/completion rows are
 read exactly as the training reward reads them (same adapter, same `answer_tools` setting).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import sys
 from collections.abc import Iterator, Sequence
-from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ..distributed.options import add_distributed_args
-from ..errors import ConfigError, JudgeUnavailableError, TrajectoryError
-from ..publish import add_publish_args, publish_if_asked, undecoded_images
-from ..records import ResultWriter, format_summary, summarize
+from verifier.distributed.options import add_distributed_args
+from verifier.errors import ConfigError, JudgeUnavailableError, TrajectoryError
+from verifier.publish import add_publish_args, publish_if_asked
+from verifier.records import ResultWriter, format_summary, summarize
+from verifier.sources.rows import (
+    DATA_SUFFIXES,
+    ID_COLUMNS,
+    _is_native_jsonl,
+    iter_folder,
+    iter_rows,
+    load_rows,
+    log_path_for,
+)
+
 from ._options import add_scoring_args, exit_status, settings_overrides
 from ._preflight import check_judge, require
-from ._sources import Item, Unscored, iter_path, score_items
+from ._sources import Item, Unscored, score_items
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CONCURRENCY = 8
-ID_COLUMNS = ("id", "rollout_id", "trajectory_id", "task_id")
-DATA_SUFFIXES = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv", ".arrow": "arrow"}
 
 
 def register(subparsers: Any) -> None:
@@ -60,84 +66,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-# ---- sources ----------------------------------------------------------------------------------
-def _is_native_jsonl(path: Path) -> bool:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            head = fh.read(1 << 16).lstrip()
-        text = head.split("\n", 1)[0] if path.suffix == ".jsonl" else path.read_text(encoding="utf-8")
-        first = json.loads(text)
-    except RecursionError:  # too deep for any reader: the native path records it as unscored
-        return True
-    except (OSError, ValueError):
-        return False
-    return isinstance(first, dict) and isinstance(first.get("task"), dict)
-
-
-def iter_folder(root: Path, outside: bool = False) -> Iterator[Item]:
-    """Each trajectory under `root` (or `root` itself), keyed by its path relative to `root`.
-
-    `root` itself (one trajectory folder or file) is keyed by its name (`runs.jsonl#0`), not "."."""
-    return iter_path(root, lambda child: (root.resolve().name or ".") if child == root
-                     else child.relative_to(root).as_posix(), allow_outside_screenshots=outside)
-
-
-def row_to_trajectory(row: dict[str, Any], source: str, answer_tools: Sequence[str] | None = None,
-                      outside: bool = False) -> Any:
-    """A dataset row of any supported shape -> `Trajectory` (prompt/completion rows as the reward reads them)."""
-    from ..loaders import load_cuavb_row, load_trajectory
-
-    if "web_surfer_log" in row:
-        return load_cuavb_row(row, source=source, allow_outside_screenshots=outside)
-    if row.get("trajectory") is not None:
-        from reward.adapters import as_trajectory
-
-        return as_trajectory(row["trajectory"], field="trajectory")
-    if "completion" in row and "prompt" in row:
-        from reward.adapters import build_trajectories
-        from reward.settings import DEFAULT_ANSWER_TOOLS
-
-        tools = DEFAULT_ANSWER_TOOLS if answer_tools is None else answer_tools
-        (traj,) = build_trajectories([row["prompt"]], [row["completion"]], {k: [v] for k, v in row.items()},
-                                     answer_tools=tools)
-        if isinstance(traj, Exception):
-            raise traj
-        return traj
-    return load_trajectory(row, allow_outside_screenshots=outside)
-
-
-def load_rows(source: str, *, split: str, name: str | None, streaming: bool, undecoded: bool = True) -> Any:
-    """A `datasets` (Iterable)Dataset from a local data file or a hub name (images undecoded)."""
-    import datasets  # lazy: the `train`/`bench` extras
-
-    path = Path(source)
-    try:
-        if path.is_file():
-            ds = datasets.load_dataset(DATA_SUFFIXES[path.suffix.lower()], data_files=str(path),
-                                       split="train", streaming=streaming)
-        else:
-            ds = datasets.load_dataset(source, name, split=split, streaming=streaming)
-    except (OSError, ValueError) as exc:
-        # ConnectionError/FileNotFoundError are OSErrors: an unknown name or an offline hub.
-        raise ConfigError(f"cannot open dataset source {source!r} (split {split!r}): "
-                          f"{type(exc).__name__}: {exc}") from exc
-    return undecoded_images(ds) if undecoded else ds  # screenshots as their stored bytes: no PIL decode
-
-
-def iter_rows(ds: Any, source: str, id_column: str | None,
-              answer_tools: Sequence[str] | None = None, outside: bool = False) -> Iterator[Item]:
-    seen: dict[str, int] = {}
-    for i, row in enumerate(ds):
-        col = id_column or next((c for c in ID_COLUMNS if row.get(c) not in (None, "")), None)
-        if id_column and row.get(id_column) in (None, ""):
-            raise ConfigError(f"row {i} has no value in --id-column {id_column!r}")
-        rid = str(row[col]) if col else f"row-{i}"
-        n = seen[rid] = seen.get(rid, 0) + 1
-        rid = rid if n == 1 else f"{rid}#{n}"  # repeated ids stay distinct, deterministically
-        desc = f"{source} row {i}"
-        yield rid, desc, partial(row_to_trajectory, row, desc, answer_tools, outside)
-
-
+# ---- sources (read by verifier.sources.rows, shared with Ray and publish) -------------------------
 def open_source(args: argparse.Namespace, answer_tools: Sequence[str] | None = None,
                 outside: bool = False) -> tuple[Iterator[Item], int | None]:
     """The items of SOURCE and, when cheap to know, how many there are (for the progress bar)."""
@@ -158,14 +87,9 @@ def open_source(args: argparse.Namespace, answer_tools: Sequence[str] | None = N
 
 
 # ---- scoring ----------------------------------------------------------------------------------
-def log_path_for(out: Path) -> Path:
-    """The durable log: `results.jsonl` itself, or `results.parquet.records.jsonl` beside parquet."""
-    return out if out.suffix == ".jsonl" else out.with_name(out.name + ".records.jsonl")
-
-
 def build_settings(args: argparse.Namespace) -> Any:
     """RewardSettings from the environment, --config, then the flags (which win over both)."""
-    from reward.settings import RewardSettings
+    from verifier.settings import RewardSettings
 
     settings = RewardSettings.from_env(**settings_overrides(args))
     if "max_concurrency" not in settings.model_fields_set:  # neither a flag nor a config file set it
@@ -174,7 +98,7 @@ def build_settings(args: argparse.Namespace) -> Any:
 
 
 async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
-    from reward.session import VerifierSession
+    from verifier.session import VerifierSession
 
     out = Path(args.out)
     writer = ResultWriter(log_path_for(out))
@@ -192,7 +116,7 @@ async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
         outside = bool(settings.verifier.get("allow_outside_screenshots", False))
         items, total = open_source(args, settings.answer_tools, outside)
         if getattr(args, "shard", None):
-            from ..distributed.shard import parse_shard, shard_items
+            from verifier.distributed.shard import parse_shard, shard_items
 
             items, total = shard_items(items, *parse_shard(args.shard)), None
         counts = await score_items(items, writer, verify_one,
@@ -228,7 +152,7 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
         check_dependencies(args)
         settings = settings or build_settings(args)
         if getattr(args, "ray", None) is not None:
-            from ..distributed.ray_backend import score_on_ray
+            from verifier.distributed.ray_backend import score_on_ray
 
             summary = score_on_ray(args, settings)
         else:

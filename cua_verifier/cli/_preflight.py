@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from ..errors import ConfigError, JudgeUnavailableError
+from verifier.errors import ConfigError, JudgeUnavailableError
 
 HEALTH_TIMEOUT_S = 5.0
 
@@ -39,7 +39,7 @@ def check_judge(judge: Any, *, timeout_s: float = HEALTH_TIMEOUT_S) -> None:
     Raises JudgeUnavailableError when no endpoint answers (refused, timed out, unresolvable), or
     every one rejects the API key; an endpoint that is down while another answers is reported on
     stderr and left to the client's failover. Any other HTTP answer counts as reachable."""
-    from ..judge.config import JudgeConfig
+    from verifier.judge.config import JudgeConfig
 
     config = getattr(judge, "config", None)
     if not isinstance(config, JudgeConfig):

@@ -16,7 +16,9 @@ A row that cannot be converted yields a `TrajectoryError` for that row only. Eve
 written by the policy, so nothing it writes may raise out of a row: tool-call arguments nested
 deeper than `MAX_ARG_DEPTH` (which would otherwise break JSON parsing, hashing and rendering with a
 RecursionError or a serialization-depth error) make that row's error, not the batch's.
-See reward/README.md for worked examples of each form.
+See reward/README.md for worked examples of each form. (This module was `reward/adapters.py`; it is
+a loader, read by the rewards and by `score-dataset` alike, so it sits with the loaders in the core;
+`reward.adapters` still names it.)
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from PIL import Image
 from verifier.errors import TrajectoryError
 from verifier.trajectory import RunStatus, Screenshot, Step, Task, Trajectory
 
-from .settings import DEFAULT_ANSWER_TOOLS
+from ..settings import DEFAULT_ANSWER_TOOLS
 
 ANSWER_ARGS = ("answer", "final_answer", "text", "content", "message", "response")
 #: Deepest nesting of a tool call's arguments accepted (real tools use a handful of levels).

@@ -10,12 +10,12 @@ import logging
 import sys
 
 SUBCOMMANDS = [
-    "verifier.cli.inspect_cmd",
-    "verifier.cli.score_cmd",
-    "verifier.cli.score_dataset_cmd",
-    "verifier.cli.bench_cmd",
-    "verifier.cli.calibrate_cmd",
-    "verifier.cli.view_cmd",
+    "cua_verifier.cli.inspect_cmd",
+    "cua_verifier.cli.score_cmd",
+    "cua_verifier.cli.score_dataset_cmd",
+    "cua_verifier.cli.bench_cmd",
+    "cua_verifier.cli.calibrate_cmd",
+    "cua_verifier.cli.view_cmd",
     "serving.cli",
     "serving.reward_service.cli",
 ]

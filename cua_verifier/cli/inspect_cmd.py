@@ -16,9 +16,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ..errors import TrajectoryError
-from ..loaders import load_trajectories
-from ..trajectory import Screenshot, Trajectory
+from verifier.errors import TrajectoryError
+from verifier.loaders import load_trajectories
+from verifier.trajectory import Screenshot, Trajectory
+
 from ._options import OUTSIDE_HELP
 from ._sources import display_path, iter_path
 
@@ -62,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     out, failed, n = None, 0, 0
     try:
         if args.format == "cuavb-parquet" or str(args.path).lower().endswith(".parquet"):
-            from ..errors import ConfigError
+            from verifier.errors import ConfigError
+
             from ._preflight import require
 
             try:

@@ -6,6 +6,9 @@ can crash the run or lose finished work. So source iteration never raises: a fol
 line that cannot be read yields an item whose loader raises that error, and the loop records it.
 Native JSONL is read line by line, so one truncated line costs that line only.
 
+It lived in the command line (`verifier/cli/_sources.py`); the Ray actors score through the same
+loop, so it sits below the CLI, Ray and publishing (`verifier.sources`).
+
 Ids: each item has a stable id (the resume key). Paths are normalised by the caller (`score`:
 `display_path`, `score-dataset`: relative to SOURCE); records inside multi-record files add `#k`.
 """

@@ -13,6 +13,9 @@ from the same pipeline run. A process-wide `VerifierSession` (one per distinct s
 - one `StageCache` (rubric once per task: GRPO's G rollouts of a prompt share it);
 - per event loop: the judge client and the concurrency semaphore. TRL runs async rewards on a
   daemon-thread loop and offline scoring uses `asyncio.run`; loop-bound objects never cross loops.
+
+The session is core logic (the rewards, `score-dataset`, its Ray actors and the reward service all
+verify through it), so it lives in `verifier/`; `reward.session` still names this module.
 """
 from __future__ import annotations
 

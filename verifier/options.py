@@ -1,17 +1,21 @@
-"""Judge / verifier options shared by `score` and `score-dataset`: same flags, same --config format.
+"""Judge / verifier options shared by `score`, `score-dataset` and `serve-reward`: same flags, same
+--config format.
 
 Why: the two commands used to read --config differently (VerifierConfig fields vs RewardSettings),
 only one had --votes/--top-k, and a `max_concurrency` in the file silently beat --concurrency.
 Now both take one JSON format and one precedence: explicit flags > --config file > environment
 (CUA_VERIFIER_CONFIG, CUA_JUDGE_URL, CUA_JUDGE_MODEL) > defaults.
+
+It sits in the core, not in the command line (`cua_verifier.cli`), because the reward service's
+command (serving/reward_service/cli.py) registers the same flags and serving sits below the CLI.
 """
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from ..errors import ConfigError
-from ..settings import split_urls
+from .errors import ConfigError
+from .settings import split_urls
 
 CONFIG_HELP = (
     'JSON settings file. Either reward-settings shaped, {"verifier": {"votes": 3}, "judge": {"timeout_s": '
@@ -55,7 +59,7 @@ def add_scoring_args(p: argparse.ArgumentParser, *, default_concurrency: int) ->
 
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The --config file (normalised to reward-settings shape) with the explicit flags applied on top."""
-    from reward.settings import normalise_config, read_config_file
+    from .settings import normalise_config, read_config_file
 
     data = read_config_file(args.config) if args.config else {}
     verifier = dict(data.pop("verifier", None) or {})
@@ -87,7 +91,7 @@ def concurrency_of(overrides: dict[str, Any], args: argparse.Namespace) -> int:
 
 def check_known_keys(overrides: dict[str, Any]) -> None:
     """Reject keys that neither the reward settings nor the verifier config know (typos)."""
-    from reward.settings import RewardSettings
+    from .settings import RewardSettings
 
     unknown = sorted(set(overrides) - set(RewardSettings.model_fields))
     if unknown:

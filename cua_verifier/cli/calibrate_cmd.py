@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, JudgeUnavailableError
+from verifier.errors import ConfigError, JudgeUnavailableError
+
 from ._options import add_scoring_args, check_known_keys, concurrency_of, settings_overrides
 
 
@@ -40,7 +41,7 @@ def register(subparsers: Any) -> None:
 
 
 def _judge(args: argparse.Namespace, demo: Any) -> Any:
-    from ..judge import JudgeConfig, Sampling, make_judge
+    from verifier.judge import JudgeConfig, Sampling, make_judge
 
     overrides: dict[str, Any] = dict(args.settings.get("judge") or {})
     if demo is not None:  # the demo's own key; random weights fill every string: room for replies, small images
@@ -63,8 +64,8 @@ def _start_demo() -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..calibrate import SuiteError, load_suite
-    from ..config import VerifierConfig
+    from verifier.calibrate import SuiteError, load_suite
+    from verifier.config import VerifierConfig
 
     demo = None
     try:
@@ -97,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace, cases: list, config: Any, judge: Any, concurrency: int,
                demo: bool) -> int:
-    from ..calibrate import build_report, format_report, run_suite
+    from verifier.calibrate import build_report, format_report, run_suite
+
     from .score_cmd import none_if_degraded_of
 
     done = [0]
@@ -125,7 +127,7 @@ def _calibrate(args: argparse.Namespace, cases: list, config: Any, judge: Any, c
         Path(args.out).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
         print(f"report written to {args.out}")
     if args.html:
-        from ..viewer import model_sections, render_report
+        from verifier.viewer import model_sections, render_report
 
         render_report("Calibration report", model_sections(report, "Calibration"), args.html)
         print(f"HTML report written to {args.html}")

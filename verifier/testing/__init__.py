@@ -25,8 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import JudgeInvalidOutputError
-from .judge.base import ImagePart, Message, Reply, Sampling, TextPart, Usage
+from ..errors import JudgeInvalidOutputError
+from ..judge.base import ImagePart, Message, Reply, Sampling, TextPart, Usage
 
 Answer = Any  # BaseModel | dict | BaseException | Callable[[list[Message], type[BaseModel]], Any]
 

@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..viewer import build_site
+    from verifier.viewer import build_site
 
     try:
         stats = build_site(args.results, args.out, trajectories=args.trajectories, title=args.title)

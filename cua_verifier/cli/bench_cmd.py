@@ -52,7 +52,8 @@ def _stats(args: argparse.Namespace) -> dict:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
+    from verifier.errors import ConfigError
+
     from ._preflight import require
 
     try:  # before any work: one line naming the extra, not a traceback half way
@@ -66,9 +67,9 @@ def handle(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from ..bench.labels import agreement_table, format_table, read_labels_csv
-    from ..bench.report import ReportInputs, write_report
-    from ..bench.runner import report_inputs
+    from verifier.bench.labels import agreement_table, format_table, read_labels_csv
+    from verifier.bench.report import ReportInputs, write_report
+    from verifier.bench.runner import report_inputs
 
     if args.from_labels:
         labels, verdicts = read_labels_csv(args.from_labels)
@@ -98,21 +99,21 @@ def handle(args: argparse.Namespace) -> int:
 
 
 async def _score(args: argparse.Namespace) -> int:
-    from ..bench.dataset import REVISION, load_split
-    from ..bench.labels import format_table
-    from ..bench.report import write_report
-    from ..bench.runner import build_meta, report_inputs, score_all, verifier_fn
-    from ..errors import ConfigError, JudgeUnavailableError
-    from ..judge import make_judge
-    from ..judge.config import JudgeConfig
-    from ..settings import split_urls
+    from verifier.bench.dataset import REVISION, load_split
+    from verifier.bench.labels import format_table
+    from verifier.bench.report import write_report
+    from verifier.bench.runner import build_meta, report_inputs, score_all, verifier_fn
+    from verifier.errors import ConfigError, JudgeUnavailableError
+    from verifier.judge import make_judge
+    from verifier.judge.config import JudgeConfig
+    from verifier.settings import split_urls
 
     names = [n.strip() for n in args.verifiers.split(",") if n.strip()]
     uv_config = None
     if args.uv_config:
         from pydantic import ValidationError
 
-        from ..config import VerifierConfig
+        from verifier.config import VerifierConfig
         try:
             uv_config = VerifierConfig.model_validate_json(args.uv_config)
         except ValidationError as exc:

@@ -11,7 +11,7 @@ share one id), plus `#k` inside multi-record files. A trajectory, file or JSONL 
 loaded or verified becomes an `unscored` record with its reason; nothing a single trajectory does
 can crash the run or lose finished work. The results log is locked while a run writes it: a second
 run on the same --out stops at once (exit 2). Sources and the loop are shared with `score-dataset`
-(verifier/cli/_sources.py), and so are the judge/verifier flags and the --config format.
+(verifier/sources/), and so are the judge/verifier flags and the --config format (verifier/options.py).
 
 Exit status (shared with `score-dataset`): 0 all scored, 3 some unscored, 2 bad usage,
 configuration or input, a missing dependency, an unreachable judge or a results file in use.
@@ -27,7 +27,8 @@ from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, JudgeUnavailableError
+from verifier.errors import ConfigError, JudgeUnavailableError
+
 from ._options import add_scoring_args, check_known_keys, concurrency_of, exit_status, settings_overrides
 from ._sources import Item, display_path, iter_path
 
@@ -53,7 +54,7 @@ def iter_items(paths: Iterable[str], *, allow_outside_screenshots: bool = False)
 
 def build_config(args: argparse.Namespace) -> Any:
     """The VerifierConfig from --config and the flags (which win); sets `args.settings` for the judge."""
-    from ..config import VerifierConfig
+    from verifier.config import VerifierConfig
 
     args.settings = settings_overrides(args)
     check_known_keys(args.settings)
@@ -66,7 +67,7 @@ def build_config(args: argparse.Namespace) -> Any:
 
 
 def build_judge(args: argparse.Namespace) -> Any:
-    from ..judge import JudgeConfig, Sampling, make_judge
+    from verifier.judge import JudgeConfig, Sampling, make_judge
 
     overrides: dict[str, Any] = dict((getattr(args, "settings", None) or {}).get("judge") or {})
     if getattr(args, "demo_judge", False):  # a random-weight model fills every bounded string: give its replies room, keep images small
@@ -85,9 +86,10 @@ async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *
     """Score every item whose id is not already scored in `out`; returns this run's counts.
 
     `none_if_degraded`: the reward's setting (None: its default); such results are `unscored`."""
-    from ..cache import StageCache
-    from ..pipeline import verify
-    from ..records import ResultWriter
+    from verifier.cache import StageCache
+    from verifier.pipeline import verify
+    from verifier.records import ResultWriter
+
     from ._sources import score_items
 
     writer, cache = ResultWriter(out), StageCache()
@@ -106,7 +108,7 @@ async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *
 
 def none_if_degraded_of(settings: dict[str, Any]) -> frozenset[str]:
     """`none_if_degraded` from --config, else the reward's default: one policy for both paths."""
-    from reward.settings import RewardSettings
+    from verifier.settings import RewardSettings
 
     value = {"none_if_degraded": settings["none_if_degraded"]} if "none_if_degraded" in settings else {}
     try:
@@ -116,7 +118,7 @@ def none_if_degraded_of(settings: dict[str, Any]) -> frozenset[str]:
 
 
 def _judge_configured(args: argparse.Namespace) -> bool:
-    from ..settings import env_settings
+    from verifier.settings import env_settings
 
     from_file = ((getattr(args, "settings", None) or {}).get("judge") or {}).get("base_urls")
     return bool(args.judge_url or from_file or env_settings().judge_url)
@@ -151,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
 
             require("score on a .parquet file", "bench", "pyarrow")
         config = build_config(args)
-        from ..records import ResultWriter
+        from verifier.records import ResultWriter
 
         ResultWriter(args.out).check_free()  # before minutes of demo start-up, not after
         if not _judge_configured(args) and not args.no_demo:
@@ -190,7 +192,7 @@ def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
     except ConfigError as exc:  # e.g. the results log is in use by another run
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from ..records import ResultWriter, format_summary, summarize
+    from verifier.records import ResultWriter, format_summary, summarize
 
     print(f"this run: scored {counts['scored']}, unscored {counts['unscored']}, skipped (already scored) "
           f"{counts['skipped']} -> {args.out}")
