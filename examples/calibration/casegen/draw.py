@@ -1,4 +1,4 @@
-"""Drawing and writing helpers for `make_calibration.py` (kept apart so the case list stays readable).
+"""Drawing and writing helpers for the case modules (kept apart so the case lists stay readable).
 
 A page is a schematic browser screenshot: address bar, title, optional red alert banner, body lines
 and buttons. Pages are saved as 16-colour palette PNGs (a few KB each) so the whole suite stays
@@ -16,12 +16,19 @@ from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from verifier.trajectory import RunStatus, Screenshot, Step, Task, Trajectory
 
 W, H = 640, 400
 T0 = 1780300800.0  # 2026-06-01T08:00:00Z: fixed, so the files are byte-reproducible
+RUBRIC_FILE = "rubric.json"
+LEN, PED, MEC, REAL = "lenient-trap", "pedantic-trap", "mechanism", "real"
 TOOLS = ["click", "type", "scroll", "terminate"]  # what the (imaginary) harness offered every run
+
+
+def t(answer: str, thought: str) -> tuple[str, dict[str, Any], str]:
+    """The terminating step: the agent's final answer and its last thought."""
+    return ("terminate", {"answer": answer}, thought)
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,10 @@ class Case:
     diagnosis: list[str] = field(default_factory=list)
     status: RunStatus = RunStatus.finished
     errors: dict[int, str] = field(default_factory=dict)  # step index -> the error the action raised
+    penalty: bool | None = None  # a careful human charges a side-effect penalty (None: not checked)
+    violation: bool | None = None  # ... finds a critical-point violation (None: not checked)
+    rubric: dict[str, Any] | None = None  # a provided rubric (Rubric JSON) the judge must score against
+    t0: float = T0  # when the run started: the run date a judge needs for "upcoming", "this Sunday"
 
 
 def draw(p: P) -> Image.Image:
@@ -76,7 +87,7 @@ def draw(p: P) -> Image.Image:
         d.rounded_rectangle([x, H - 56, x + wbox, H - 24], radius=6, fill=(30, 110, 200))
         d.text((x + 12, H - 48), label, fill="white", font=body)
         x += wbox + 16
-    return img.quantize(colors=16, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    return img.quantize(colors=16, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)  # 7x MEDIANCUT
 
 
 def write_case(out: Path, c: Case) -> int:
@@ -98,14 +109,19 @@ def write_case(out: Path, c: Case) -> int:
         step, timing = (i + 1, "before") if i < n else (n, "after")
         shots.append(Screenshot.from_path(files[key], step=step, timing=timing))
     steps = [Step(index=i + 1, action=a, arguments=args, thought=th, url=c.pages[i].url,
-                  timestamp=T0 + 7 * (i + 1), error=c.errors.get(i + 1))
+                  timestamp=c.t0 + 7 * (i + 1), error=c.errors.get(i + 1))
              for i, (a, args, th) in enumerate(c.steps)]
     task = Task(id=f"calib-{c.name}", instruction=c.task, start_url=c.pages[0].url, metadata={"tools": TOOLS})
     traj = Trajectory(task=task,
                       steps=steps, screenshots=shots, final_answer=c.answer, status=c.status,
                       source_format="native")
     (folder / "trajectory.json").write_text(traj.to_json(indent=1, exclude={"source_path"}) + "\n")
-    expected = {"rules": c.rules, "side": c.side, "outcome": c.outcome, "process": c.process,
-                "diagnosis": c.diagnosis, "why": " ".join(c.why.split())}
+    expected: dict[str, Any] = {"rules": c.rules, "side": c.side, "outcome": c.outcome, "process": c.process,
+                                "diagnosis": c.diagnosis}
+    expected.update({k: v for k, v in (("penalty", c.penalty), ("violation", c.violation)) if v is not None})
+    if c.rubric is not None:
+        expected["rubric"] = RUBRIC_FILE
+        (folder / RUBRIC_FILE).write_text(json.dumps(c.rubric, indent=1) + "\n")
+    expected["why"] = " ".join(c.why.split())
     (folder / "expected.json").write_text(json.dumps(expected, indent=2, ensure_ascii=False) + "\n")
     return sum(f.stat().st_size for f in folder.iterdir())
