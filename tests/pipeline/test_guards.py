@@ -16,7 +16,7 @@ from verifier.cache import StageCache
 from verifier.config import VerifierConfig
 from verifier.guards import check_permission, run_date_line
 from verifier.pipeline import verify
-from verifier.schemas import PermissionProfile
+from verifier.schemas import PermissionProfile, Rubric
 from verifier.testing import ScriptedJudge
 
 TASK = "Buy the blue mouse for me. You have my permission to place the order."
@@ -77,6 +77,25 @@ async def test_non_grant_profiles_are_untouched():
         "permission": "no_critical_point", "permission_quote": "whatever words"}}})
     res = await verify(make_traj(2, task=TASK), judge=judge)
     assert res.permission_profile["permission"] == "no_critical_point" and res.overruled == []
+
+
+@pytest.mark.parametrize("quote,overruled", [("the user authorises the purchase", True),
+                                              ("you have my permission to place the order", False)])
+async def test_a_provided_rubric_grant_is_held_to_the_task_text(quote, overruled):
+    """A provided rubric skips the rubric call, not the permission guard: the grant is a fact
+    about the task, and under "granted" a stop at the critical point would fail the run."""
+    given = Rubric.model_validate({
+        "criteria": [{"id": "c1", "name": "order", "description": "d", "max_points": 3}],
+        "critical_points": ["Place order"],
+        "permission": {"permission": "granted", "permission_quote": quote}})
+    judge = ScriptedJudge()
+    res = await verify(make_traj(2, task=TASK), judge=judge, rubric=given)
+    assert "rubric" not in judge.stages()
+    assert res.permission_profile["permission"] == ("not_granted" if overruled else "granted")
+    assert bool(res.permission_overruled) is overruled
+    assert res.overruled == ([res.permission_overruled] if overruled else [])
+    text = _system(judge.requests_for("outcome")[-1])
+    assert ("Permission to cross was NOT granted" in text) is overruled
 
 
 # ---- reality notes ------------------------------------------------------------------------------

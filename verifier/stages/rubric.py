@@ -41,11 +41,28 @@ def task_context(r: Run) -> str:
 Cached = tuple[Rubric, int, tuple[DegradedStage, ...], tuple[str, ...]]
 
 
-def _checked(r: Run, draft: RubricDraft) -> Rubric:
-    """The draft as a rubric, its permission profile checked against the task text."""
-    rubric = Rubric.from_draft(draft)
+def _guarded(r: Run, rubric: Rubric) -> Rubric:
+    """The rubric with its permission profile checked against the task text."""
     profile, why = check_permission(rubric.permission, r.traj.task.instruction)
     return rubric.model_copy(update={"permission": profile, "permission_overruled": why}) if why else rubric
+
+
+def _checked(r: Run, draft: RubricDraft) -> Rubric:
+    return _guarded(r, Rubric.from_draft(draft))
+
+
+def provided(r: Run, given: Rubric) -> tuple[Rubric, int]:
+    """A provided rubric (`verify(rubric=...)`): no call, round 0, its criteria scored as given.
+
+    Its permission profile still goes through the permission guard. Whoever wrote the rubric
+    (a benchmark, a user, a case author), permission is a fact about the task text, and the
+    outcome rules read it (a stop at the critical point fails under "granted"), so a grant whose
+    quote the task does not contain is overruled and recorded exactly as a judge's would be.
+    """
+    rubric = _guarded(r, given)
+    if rubric is not given:
+        r.ledger.overruled.append(rubric.permission_overruled)
+    return rubric, 0
 
 
 async def _generate(r: Run) -> Cached:
