@@ -85,6 +85,9 @@ class JudgeConfig(BaseModel):
     image_cache_size: int = Field(default=512, ge=0)
     """Encoded screenshots kept in memory (LRU, keyed by content hash): a GRPO group re-sends the
     same pages many times and each is encoded once."""
+    image_cache_mb: float = Field(default=256.0, ge=0)
+    """Bound on the bytes that cache holds (the URLs' text), whichever of the two limits comes first:
+    a count alone lets 512 full-size captures pin ~0.5 GB."""
     image_media_dir: str | None = None
     """Send screenshots as ``file://`` URLs of files written once (content-addressed) into this
     directory instead of base64 data URLs: for a vLLM judge on the same host started with

@@ -66,6 +66,7 @@ class Tally:
     attempts: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int | None = None  # None: the server never said
     latency_s: float = 0.0  # time spent in HTTP requests (not queueing, not backoff)
 
 

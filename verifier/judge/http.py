@@ -50,9 +50,20 @@ class Choice(_Lenient):
     finish_reason: str | None = None
 
 
+class PromptTokenDetails(_Lenient):
+    cached_tokens: int | None = None
+
+
 class TokenUsage(_Lenient):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    prompt_tokens_details: PromptTokenDetails | None = None
+    """vLLM (``--enable-prompt-tokens-details``) and OpenAI report the prompt tokens served from
+    the prefix cache here; absent when the server does not say."""
+
+    @property
+    def cached_prompt_tokens(self) -> int | None:
+        return self.prompt_tokens_details.cached_tokens if self.prompt_tokens_details else None
 
 
 class Completion(_Lenient):

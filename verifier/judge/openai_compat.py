@@ -90,7 +90,8 @@ class OpenAICompatJudge:
         self.config = config
         self.encoder = ImageEncoder(max_side=config.image_max_side, max_pixels=config.image_max_pixels,
                                     fmt=config.image_format, jpeg_quality=config.jpeg_quality,
-                                    cache_size=config.image_cache_size, media_dir=config.image_media_dir)
+                                    cache_size=config.image_cache_size,
+                                    cache_bytes=int(config.image_cache_mb * 2**20), media_dir=config.image_media_dir)
         self.cache = ResponseCache(config.cache_dir) if config.cache_dir else None
         self._pool = EndpointPool(config)
 
@@ -196,6 +197,9 @@ class OpenAICompatJudge:
             if response.usage is not None:
                 tally.prompt_tokens += response.usage.prompt_tokens or 0
                 tally.completion_tokens += response.usage.completion_tokens or 0
+                cached = response.usage.cached_prompt_tokens
+                if cached is not None:
+                    tally.cached_prompt_tokens = (tally.cached_prompt_tokens or 0) + cached
             choice = response.choices[0] if response.choices else None
             raw = (choice.message.content if choice is not None else None) or ""
             last_raw = raw
@@ -298,6 +302,7 @@ def fitting_max_tokens(error_text: str, requested: int) -> int | None:
 
 def _usage(tally: Tally) -> Usage:
     return Usage(prompt_tokens=tally.prompt_tokens, completion_tokens=tally.completion_tokens,
+                 cached_prompt_tokens=tally.cached_prompt_tokens,
                  latency_s=round(tally.latency_s, 6), attempts=tally.attempts)
 
 
