@@ -136,7 +136,8 @@ class EndpointPool:
             key = self.config.api_key()
             endpoints = [Endpoint(url=url, semaphore=asyncio.Semaphore(self.config.max_concurrency),
                                   breaker=self.breakers[url],
-                                  client=ChatClient(url, key, self.config.timeout_s, shared_ssl_context()))
+                                  client=ChatClient(url, key, self.config.timeout_s, shared_ssl_context(),
+                                                    connections=self.config.max_concurrency))
                          for url in self.config.base_urls]
             pool = _LoopPool(loop_ref=weakref.ref(loop), endpoints=endpoints)
             self._pools[id(loop)] = pool
