@@ -27,6 +27,9 @@ class ImagePart(BaseModel):
     type: Literal["image"] = "image"
     screenshot: Screenshot
     label: str | None = None  # e.g. "Screenshot 3 of 12"; rendered as text just before the image
+    detail: Literal["full", "coarse"] = "full"
+    """"coarse": a judgment that needs no fine print (relevance); a judge may send it smaller
+    (``JudgeConfig.relevance_image_max_side``). Evidence, rescoring and outcome stay "full"."""
 
 
 class Message(BaseModel):
