@@ -256,11 +256,13 @@ def test_publishing_without_datasets_fails_when_the_flags_are_parsed(monkeypatch
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "datasets" else real(name, *a))
-    for flag in ("--publish-dir", "--push-to-hub"):
-        with pytest.raises(SystemExit) as exc:
-            build_parser().parse_args(["score-dataset", "src.parquet", "--out", "o.jsonl", flag, "x"])
-        assert exc.value.code == 2 and "cua-verifier[bench]" in capsys.readouterr().err
+    for gone in ("datasets", "huggingface_hub", "yaml"):  # each package the publish path imports
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a, g=gone: None if name == g else real(name, *a))
+        for flag in ("--publish-dir", "--push-to-hub"):
+            with pytest.raises(SystemExit) as exc:
+                build_parser().parse_args(["score-dataset", "src.parquet", "--out", "o.jsonl", flag, "x"])
+            err = capsys.readouterr().err
+            assert exc.value.code == 2 and "cua-verifier[publish]" in err and gone in err
 
 
 def test_images_stored_as_paths_are_published_as_their_file_bytes(tmp_path):

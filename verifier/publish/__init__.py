@@ -17,8 +17,10 @@ __all__ = ["add_publish_args", "image_columns", "publish_if_asked", "undecoded_i
 
 def _with_datasets(value: str) -> str:
     """Checked when the flag is parsed, so a missing extra fails before hours of scoring, not after."""
-    if importlib.util.find_spec("datasets") is None:
-        raise argparse.ArgumentTypeError("publishing needs `datasets`: pip install 'cua-verifier[bench]'")
+    missing = [m for m in ("datasets", "huggingface_hub", "yaml") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise argparse.ArgumentTypeError(f"publishing needs {', '.join(missing)}: "
+                                         "pip install 'cua-verifier[publish]'")
     return value
 
 
