@@ -44,6 +44,7 @@ from typing import Literal
 
 from PIL import Image
 
+from ..errors import ScreenshotError
 from ..trajectory import Screenshot
 from .jsonbody import JsonSafe
 
@@ -110,6 +111,54 @@ def prepare_ahead(screenshots: Iterable[Screenshot], prepare: Callable[[Screensh
         except Exception as exc:  # noqa: BLE001 - reported by the call that sends it
             log.debug("screenshot of step %s not prepared ahead: %s", shot.step, exc)
     return done
+
+
+class VerdictCache:
+    """Verdicts of an image check by content hash: each distinct screenshot is checked once.
+
+    For the check that a screenshot really decodes (the hardening's ``verify_image_bytes``): a
+    GRPO group sends the same pages in every rollout, and a decode is the costliest thing the
+    service would do per screenshot (~35 ms for a 1440x900 PNG here), so its verdict, good or bad,
+    is kept by the sha256 the service computes anyway. Thread-safe; bounded LRU of `size` hashes.
+    """
+
+    def __init__(self, size: int = 8192) -> None:
+        self.size = size
+        self.checks = 0
+        self._verdicts: OrderedDict[str, str | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def verify(self, shot: Screenshot, check: Callable[[bytes], None]) -> None:
+        """Run `check(shot.bytes())` unless this content was judged before; a failure (a
+        `ScreenshotError` from `check`) is cached and raised again for every copy of the image."""
+        key = shot.sha256
+        with self._lock:
+            known = key in self._verdicts
+            verdict = self._verdicts.get(key)
+            if known:
+                self._verdicts.move_to_end(key)
+        if not known:
+            try:
+                check(shot.bytes())
+                verdict = None
+            except ScreenshotError as exc:
+                verdict = exc.reason
+            with self._lock:
+                self.checks += 1
+                self._verdicts[key] = verdict
+                while len(self._verdicts) > self.size:
+                    self._verdicts.popitem(last=False)
+        if verdict is not None:
+            raise ScreenshotError(verdict)
+
+
+#: The process's verdicts (the reward service checks every screenshot of every request here).
+VERDICTS = VerdictCache()
+
+
+def verify_once(shot: Screenshot, check: Callable[[bytes], None]) -> None:
+    """`check` the screenshot's bytes once per content hash in this process (see `VerdictCache`)."""
+    VERDICTS.verify(shot, check)
 
 
 def base64_size(url: str) -> int:
