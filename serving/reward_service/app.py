@@ -14,7 +14,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from reward.settings import RewardSettings
+from verifier.settings import RewardSettings
 
 from .body import BadBody, read_model
 from .budget import ByteAdmission
