@@ -138,7 +138,7 @@ def start_service(judge_url: str, extra: list[str], *, env: dict[str, str] | Non
     cfg = os.path.join(tempfile.mkdtemp(prefix="cua-bench-"), "cfg.json")
     with open(cfg, "w") as fh:
         json.dump({"judge": {"backoff_initial_s": 0.05, "backoff_jitter_s": 0.05, "timeout_s": 600}}, fh)
-    proc = subprocess.Popen([sys.executable, "-c", "from verifier.cli import main; raise SystemExit(main())",
+    proc = subprocess.Popen([sys.executable, "-c", "from cua_verifier.cli import main; raise SystemExit(main())",
                              "serve-reward", "--port", "0", "--judge-url", judge_url, "--model", "judge",
                              "--config", cfg, *extra], stdout=subprocess.PIPE, text=True,
                             env={**os.environ, **(env or {})})
