@@ -118,6 +118,8 @@ class Screenshot(BaseModel):
     _pil: Image.Image | None = PrivateAttr(default=None)
     _sha: str | None = PrivateAttr(default=None)
     _root: str | None = PrivateAttr(default=None)  # folder a path source must stay in (see confine_to)
+    _size: tuple[int, int] | None = PrivateAttr(default=None)  # header facts, kept by `drop_bytes`
+    _mime: str | None = PrivateAttr(default=None)
 
     # ---- constructors -------------------------------------------------------------------------
     @classmethod
@@ -210,6 +212,23 @@ class Screenshot(BaseModel):
             return buf.getvalue()
         raise ScreenshotError("screenshot has no source (path, data URL, bytes or image)")
 
+    def mime(self) -> str | None:
+        """The image format sniffed from the bytes' magic number (kept, like the hash)."""
+        if self._mime is None:
+            self._mime = sniff_mime(self.bytes())
+        return self._mime
+
+    def drop_bytes(self) -> None:
+        """Forget the decoded bytes of a `data_url` source once its hash, size and format are known.
+
+        Why: a service holding many requests would otherwise keep every image twice (the base64
+        text and its decoded bytes). The facts a pass-through judge request needs stay; `bytes()`
+        decodes the data URL again if anything still asks for them (a resize).
+        """
+        if self.data_url is not None and self._raw is not None:
+            _ = (self.sha256, self.mime(), self.size())  # computed and kept before the bytes go
+            self._raw = None
+
     @property
     def sha256(self) -> str:
         """Content hash of the encoded bytes: the key for caching and de-duplication."""
@@ -257,6 +276,9 @@ class Screenshot(BaseModel):
         if self._pil is not None:
             self._check_pixels(*self._pil.size, max_pixels)
             return self._pil.size
+        if self._size is not None:
+            self._check_pixels(*self._size, max_pixels)
+            return self._size
         if self._raw is None and self.path is not None:
             # Header read only: a 500-step run must not read every byte at load time.
             source: Any = self._check_file(MAX_SCREENSHOT_BYTES)
@@ -268,6 +290,8 @@ class Screenshot(BaseModel):
         except (OSError, ValueError, Image.DecompressionBombError) as exc:
             raise ScreenshotError(f"not a readable image: {exc}", file=self.path) from exc
         self._check_pixels(w, h, max_pixels)
+        if self.path is None:  # a file may change under its path; inline bytes cannot
+            self._size = (w, h)
         return w, h
 
     def validate_image(self) -> None:

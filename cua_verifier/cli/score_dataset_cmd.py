@@ -28,7 +28,7 @@ from typing import Any
 
 from verifier.distributed.options import add_distributed_args
 from verifier.errors import ConfigError, JudgeUnavailableError, TrajectoryError
-from verifier.publish import add_publish_args, publish_if_asked
+from verifier.publish import add_publish_args, check_publish_args, publish_if_asked
 from verifier.records import ResultWriter, format_summary, summarize
 from verifier.sources.rows import (
     DATA_SUFFIXES,
@@ -158,6 +158,7 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
         return 2
     try:
         check_dependencies(args)
+        check_publish_args(args)
         settings = settings or build_settings(args)
         if getattr(args, "ray", None) is not None:
             from verifier.distributed.ray_backend import score_on_ray

@@ -19,6 +19,7 @@ from verifier.settings import RewardSettings
 from .app import create_app
 from .config import ServiceConfig
 from .core import RewardService
+from .memory import tune_allocator
 
 
 class _Server(uvicorn.Server):
@@ -46,6 +47,7 @@ async def _probe(service: RewardService) -> None:
 
 
 def serve(settings: RewardSettings, config: ServiceConfig, *, log_level: str = "warning") -> int:
+    tune_allocator()  # before any worker thread exists (see memory.py)
     try:
         config.check()
         service = RewardService(settings, config)

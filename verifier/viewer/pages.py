@@ -219,6 +219,7 @@ def usage_view(res: dict) -> dict:
                         "cache_hits",
                         "failed_calls",
                         "prompt_tokens",
+                        "cached_prompt_tokens",
                         "completion_tokens",
                         "latency_s",
                         "round",
@@ -228,7 +229,8 @@ def usage_view(res: dict) -> dict:
         )
     totals = {
         k: num(u.get(k))
-        for k in ("calls", "prompt_tokens", "completion_tokens", "latency_s", "wall_s", "rounds")
+        for k in ("calls", "prompt_tokens", "cached_prompt_tokens", "completion_tokens", "latency_s", "wall_s",
+                  "rounds")
     }
     return {"totals": totals, "stages": stages}
 
