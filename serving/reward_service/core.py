@@ -131,15 +131,30 @@ class RewardService:
         return list(await asyncio.gather(*(self._one(rec, k, timeout) for k, rec in enumerate(records))))
 
     async def _one(self, record: dict[str, Any], k: int, timeout: float) -> ItemResult:
-        started = time.monotonic()
+        """One rollout's answer. Its admission slot is released on every way out (`finally`): once
+        the verification task owns it, by that task's end; otherwise here, whatever was raised."""
+        started, handed_over = time.monotonic(), False
         try:
-            traj = await asyncio.to_thread(parse_trajectory, record, self.root, where=f"trajectories[{k}]")
-        except CuaVerifierError as exc:
-            self.queue.release(1)
+            try:
+                traj = await asyncio.to_thread(parse_trajectory, record, self.root, where=f"trajectories[{k}]")
+            except CuaVerifierError as exc:
+                return self._answer(Outcome(error=exc))
+            except (ValueError, TypeError, OSError, RecursionError) as exc:  # bad input no check named
+                return self._answer(Outcome(error=TrajectoryError(
+                    f"invalid trajectory: {type(exc).__name__}: {exc}", file=f"trajectories[{k}]")))
+            task = asyncio.ensure_future(self.session.verify(traj))
+            self.tasks.add(task)
+            task.add_done_callback(lambda t: (self.tasks.discard(t), self.queue.release(1, started=started)))
+            handed_over = True
+            return await self._wait(task, timeout)
+        except Exception as exc:  # a bug: this item answers 500; a batch's other items keep theirs
+            log.exception("reward service: unexpected error on trajectories[%d]", k)
             return self._answer(Outcome(error=exc))
-        task = asyncio.ensure_future(self.session.verify(traj))
-        self.tasks.add(task)
-        task.add_done_callback(lambda t: (self.tasks.discard(t), self.queue.release(1, started=started)))
+        finally:
+            if not handed_over:
+                self.queue.release(1)
+
+    async def _wait(self, task: asyncio.Future, timeout: float) -> ItemResult:
         abort = asyncio.ensure_future(self.abort_event.wait())
         try:
             done, _ = await asyncio.wait({task, abort}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)

@@ -84,3 +84,56 @@ def test_remote_rewards_are_none_at_the_batch_deadline_when_the_service_hangs():
     assert got == [None, None]
     assert 0.9 <= took < 5.0, took
     assert all(v.startswith("JudgeDeadlineError") for v in extra["uv_outcome/unscored_reason"])
+
+
+def _service(queue_size: int):
+    pytest.importorskip("fastapi")
+    from reward.settings import RewardSettings
+    from serving.reward_service.core import RewardService
+
+    settings = RewardSettings(judge={"base_urls": ["http://127.0.0.1:9/v1"], "model": "unused"})
+    return RewardService(settings, ServiceConfig(queue_size=queue_size))
+
+
+def test_a_record_that_fails_to_parse_frees_its_slot():
+    """Issue 20 S7: more bad records than the queue holds, one after the other, never fill it."""
+    import asyncio
+
+    svc = _service(queue_size=2)
+
+    async def send_bad(n):
+        return [await svc.verify_records([{"task": {"id": "x"}}], None) for _ in range(n)]
+
+    answers = asyncio.run(send_bad(5))
+    assert [a[0].http_status for a in answers] == [422] * 5
+    assert "task.instruction" in (answers[0][0].reason or "")
+    assert svc.queue.depth == 0
+
+
+@pytest.mark.parametrize("raised, status", [(ValueError("embedded null byte"), 422),
+                                            (OSError(36, "File name too long"), 422),
+                                            (RuntimeError("a bug"), 500)])
+def test_any_parse_failure_frees_its_slot_and_answers_its_own_item(monkeypatch, raised, status):
+    """Issue 20 §1: whatever parsing raises, the slot is released (`finally`) and a batch answers per
+    item: input the checks did not name is a 422, anything else a 500 for that item only."""
+    import asyncio
+
+    from serving.reward_service import core
+
+    real = core.parse_trajectory
+
+    def parse(record, root, *, where):
+        if record.get("poison"):
+            raise raised
+        return real(record, root, where=where)
+
+    monkeypatch.setattr(core, "parse_trajectory", parse)
+    svc = _service(queue_size=3)
+    good_but_unjudgeable = {"task": {"id": "t"}}  # fails its own way (422), parsed for real
+    items = asyncio.run(svc.verify_records([{"poison": 1}, good_but_unjudgeable, {"poison": 1}], None))
+    assert [i.http_status for i in items] == [status, 422, status]
+    assert svc.queue.depth == 0
+    for _ in range(4):  # over the queue size: nothing leaked
+        (item,) = asyncio.run(svc.verify_records([{"poison": 1}], None))
+        assert item.http_status == status
+    assert svc.queue.depth == 0
