@@ -28,6 +28,8 @@ def register(subparsers: Any) -> None:
                    help="trajectories admitted at once (running + waiting); more get 429 + Retry-After")
     p.add_argument("--deadline-s", type=float, default=600.0, help="default per-request deadline (504)")
     p.add_argument("--grace-s", type=float, default=30.0, help="shutdown: seconds to finish in-flight work")
+    p.add_argument("--body-timeout-s", type=float, default=60.0,
+                   help="seconds a client may take to send its request body (408 after)")
     add_scoring_args(p, default_concurrency=32)
     p.set_defaults(func=run)
 
@@ -52,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         config = ServiceConfig(host=args.host, port=args.port, api_key_env=args.api_key_env,
                                media_root=args.media_root, max_body_bytes=int(args.max_body_mb * 2**20),
                                max_batch=args.max_batch, queue_size=args.queue_size,
-                               deadline_s=args.deadline_s, grace_s=args.grace_s)
+                               deadline_s=args.deadline_s, grace_s=args.grace_s,
+                               body_timeout_s=args.body_timeout_s)
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

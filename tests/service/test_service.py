@@ -179,3 +179,51 @@ def test_remote_rewards_keep_names_none_semantics_and_one_request_per_rollout(ju
         clear_sessions()
         r = make_remote_rewards(svc.url)
         assert asyncio.run(r.outcome([["p"]], ["c"], trajectory=[trajectory(5)])) == [None]
+
+
+def _raw(url: str, head: str, parts=(), *, pause: float = 0.0, wait_s: float = 10.0) -> tuple[str, float]:
+    """Send `head` then `parts` (pausing between them) on a raw socket; the status line answered
+    and the seconds it took to come, or ("", wait_s) when nothing came back in time."""
+    import socket
+
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=wait_s)
+    start = time.monotonic()
+    try:
+        sock.sendall(head.encode())
+        for part in parts:
+            time.sleep(pause)
+            try:
+                sock.sendall(part)
+            except OSError:  # the server answered and closed: read what it said
+                break
+        try:
+            data = sock.recv(4096)
+        except TimeoutError:
+            return "", wait_s
+        return data.split(b"\r\n", 1)[0].decode(), time.monotonic() - start
+    finally:
+        sock.close()
+
+
+def test_key_and_length_come_before_the_body_chunked_totals_count_and_stalls_time_out(judge):
+    """Issue 20 §2 (and S5): nothing of an unauthenticated body is read; a chunked body is held to the
+    limit on its total, not per chunk; an upload that stalls is answered 408, not held open."""
+    with Service(judge.url, "--api-key-env", "SR_TEST_KEY", "--max-body-mb", "0.01", "--body-timeout-s", "1",
+                 extra_env={"SR_TEST_KEY": "s3cret"}) as svc:
+        post = "POST /v1/verify HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        # no key, a body announced and never sent: answered at once, not after reading (or waiting for) it
+        line, took = _raw(svc.url, post + "Content-Length: 5000\r\n\r\n")
+        assert line.endswith("401 Unauthorized") and took < 0.9, (line, took)
+        authed = post + "Authorization: Bearer s3cret\r\n"
+        # with the key, a body that stops after 100 of 5000 bytes: 408 after --body-timeout-s
+        line, took = _raw(svc.url, authed + "Content-Length: 5000\r\n\r\n", [b"{" + b" " * 99])
+        assert line.endswith("408 Request Timeout") and took < 5, (line, took)
+        # chunked, every chunk (2,000 bytes) under the 10,486-byte limit, the total over it
+        chunk = b"7d0\r\n" + b" " * 2000 + b"\r\n"
+        line, _ = _raw(svc.url, authed + "Transfer-Encoding: chunked\r\n\r\n", [chunk] * 8 + [b"0\r\n\r\n"],
+                       pause=0.05)
+        assert line.endswith("413 Request Entity Too Large") or " 413 " in line, line
+        ok = httpx.post(f"{svc.url}/v1/verify", json=_body(trajectory(1)), timeout=60,
+                        headers={"Authorization": "Bearer s3cret"})
+        assert ok.status_code == 200

@@ -137,3 +137,14 @@ def test_any_parse_failure_frees_its_slot_and_answers_its_own_item(monkeypatch, 
         (item,) = asyncio.run(svc.verify_records([{"poison": 1}], None))
         assert item.http_status == status
     assert svc.queue.depth == 0
+
+
+def test_an_api_key_of_spaces_is_no_key(monkeypatch):
+    """Issue 20 §4: a blank key used to count as a key (and let the service bind off loopback)."""
+    monkeypatch.setenv("SR_UNIT_KEY", "   ")
+    cfg = ServiceConfig(host="0.0.0.0", api_key_env="SR_UNIT_KEY")
+    assert cfg.api_key() is None
+    with pytest.raises(ConfigError, match="API key"):
+        cfg.check()
+    monkeypatch.setenv("SR_UNIT_KEY", " k3y ")
+    assert ServiceConfig(api_key_env="SR_UNIT_KEY").api_key() == "k3y"
