@@ -152,7 +152,7 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         if item.status == "scored":
             return JSONResponse(item.result)
         return _error(item.http_status, item.error_type or "error", item.reason or "",
-                      {"Retry-After": "5"} if item.http_status == 503 else None)
+                      {"Retry-After": str(item.retry_after)} if item.retry_after else None)
 
     @app.post("/v1/verify/batch")
     async def verify_batch(body: BatchRequest) -> Any:

@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Any
 
 from reward.session import Outcome, VerifierSession
 from reward.settings import RewardSettings
-from verifier.errors import CuaVerifierError, JudgeError, ScreenshotError, TrajectoryError
+from verifier.errors import (
+    CuaVerifierError,
+    JudgeCircuitOpenError,
+    JudgeError,
+    JudgeUnavailableError,
+    ScreenshotError,
+    TrajectoryError,
+)
 from verifier.loaders import load_native_record
 from verifier.loaders._common import check_screenshots
 from verifier.trajectory import Trajectory
@@ -56,6 +64,12 @@ class _Session(VerifierSession):
     def build_judge(self) -> Any:
         return CountingJudge(super().build_judge(), self.metrics.judge_calls)
 
+    def _store(self, key: str, outcome: Outcome) -> None:
+        # The judge being unreachable says nothing about the rollout: its client is told to retry
+        # (503 + Retry-After), so that retry must reach the judge again, not this failure.
+        if not isinstance(outcome.error, JudgeUnavailableError):
+            super()._store(key, outcome)
+
 
 def confine(path: str, root: Path | None, *, field: str) -> str:
     """`path` resolved under `root`; anything else (no root, `..`, a symlink out) is refused."""
@@ -86,6 +100,8 @@ def parse_trajectory(record: dict[str, Any], root: Path | None, *, where: str) -
 def status_of(error: BaseException) -> int:
     if isinstance(error, TrajectoryError):
         return 422
+    if isinstance(error, JudgeCircuitOpenError):  # the judge is down: come back when it is probed
+        return 503
     if isinstance(error, JudgeError):
         return 502
     if isinstance(error, DeadlineExceeded):
@@ -181,8 +197,14 @@ class RewardService:
         err = outcome.error
         self.metrics.verifications.labels(status="unscored").inc()
         self.metrics.unscored.labels(reason=type(err).__name__).inc()
+        status = status_of(err)
+        retry_after = None
+        if isinstance(err, JudgeCircuitOpenError):
+            retry_after = max(1, math.ceil(err.retry_in_s))
+        elif status == 503:
+            retry_after = 5
         return ItemResult(status="unscored", error_type=type(err).__name__, reason=str(err)[:2000],
-                          http_status=status_of(err))
+                          http_status=status, retry_after=retry_after)
 
     # ---- shutdown -----------------------------------------------------------------------------
     async def drain(self) -> None:

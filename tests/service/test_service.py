@@ -227,3 +227,28 @@ def test_key_and_length_come_before_the_body_chunked_totals_count_and_stalls_tim
         ok = httpx.post(f"{svc.url}/v1/verify", json=_body(trajectory(1)), timeout=60,
                         headers={"Authorization": "Bearer s3cret"})
         assert ok.status_code == 200
+
+
+def test_judge_outage_is_503_with_retry_after_and_the_client_retries_within_its_deadline(tmp_path):
+    """Issue 20 §3: while the judge's circuit is open the service answers 503 with a Retry-After (when
+    the judge is probed again), not 502; the failure is not kept, and the TRL client retries after
+    Retry-After within its deadline, so a rollout asked during the outage is scored once it ends."""
+    cfg = write_config(tmp_path / "cfg.json", breaker_failures=2, breaker_cooldown_s=3.0, transport_retries=1)
+    with LoopbackJudge(fault_rate=1.0) as judge, Service(judge.url, "--config", str(cfg)) as svc:
+        answers = []
+        for _ in range(4):
+            answers.append(httpx.post(f"{svc.url}/v1/verify", json=_body(trajectory(1)), timeout=60))
+            if answers[-1].status_code == 503:
+                break
+        down = answers[-1]
+        assert down.status_code == 503, [(a.status_code, a.text[:200]) for a in answers]
+        assert down.json()["error"]["type"] == "JudgeCircuitOpenError"
+        assert 1 <= int(down.headers["Retry-After"]) <= 3
+        judge.fault_rate = 0.0  # the judge is back; the circuit stays open until its probe
+        clear_sessions()
+        r = make_remote_rewards(svc.url, batch_deadline_s=30.0)
+        start = time.monotonic()
+        got = asyncio.run(r.outcome([["p"]], ["c"], trajectory=[trajectory(1)]))
+        session = get_remote_session(RemoteSettings(url=svc.url, batch_deadline_s=30.0))
+    assert got[0] is not None and session.retries["503"] >= 1, (got, session.retries)
+    assert time.monotonic() - start < 30.0
