@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--grace-s", type=float, default=30.0, help="shutdown: seconds to finish in-flight work")
     p.add_argument("--body-timeout-s", type=float, default=60.0,
                    help="seconds a client may take to send its request body (408 after)")
-    add_scoring_args(p, default_concurrency=32)
+    add_scoring_args(p, default_concurrency=32, files=False)  # paths: --media-root
     p.set_defaults(func=run)
 
 

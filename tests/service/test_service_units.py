@@ -148,3 +148,19 @@ def test_an_api_key_of_spaces_is_no_key(monkeypatch):
         cfg.check()
     monkeypatch.setenv("SR_UNIT_KEY", " k3y ")
     assert ServiceConfig(api_key_env="SR_UNIT_KEY").api_key() == "k3y"
+
+
+def test_serve_reward_offers_no_option_that_would_do_nothing():
+    """Issue 20 §4: --no-progress and --allow-outside-screenshots were accepted and ignored (paths are
+    governed by --media-root), and --help ended with `score`'s exit statuses."""
+    from verifier.cli import build_parser
+
+    parser = build_parser()
+    for flag in ("--no-progress", "--allow-outside-screenshots"):
+        with pytest.raises(SystemExit) as exc:
+            parser.parse_args(["serve-reward", flag])
+        assert exc.value.code == 2
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
+    text = sub["serve-reward"].format_help()
+    assert "exit status" not in text.lower() and "--media-root" in text
+    assert "exit status" in sub["score"].format_help()
