@@ -5,7 +5,9 @@ Encoding dominates the client's CPU (a 1440x900 PNG costs ~0.1 s to decode, ~0.2
 
 - a screenshot already within the limits (longest side, total pixels) and in a format every
   server reads (PNG, JPEG, WebP) is sent as its **original bytes**: its size is read from the
-  header, its pixels are never decoded;
+  header, and its bytes are verified once (`verify_image_bytes`: every PNG chunk's checksum through
+  to the end marker, other formats decoded), so a truncated or corrupted file is refused here, with
+  its reason, instead of reaching the judge;
 - only a screenshot over the limits is decoded, downscaled (aspect ratio kept) and re-encoded,
   as PNG (fast zlib level) or JPEG (``fmt``);
 - each result is kept in an LRU keyed by the source's sha256, so a screenshot shown to several
@@ -44,6 +46,7 @@ from typing import Literal
 
 from PIL import Image
 
+from ..errors import ScreenshotError
 from ..trajectory import Screenshot, sniff_mime
 from .jsonbody import JsonSafe
 
@@ -55,6 +58,46 @@ PASS_THROUGH = frozenset(_EXT)
 #: zlib level of re-encoded PNGs: level 1 is about twice as fast as the default 6 and, on
 #: screenshots, within a few percent of its size.
 PNG_COMPRESS_LEVEL = 1
+
+
+#: How many verdicts of `verify_image_bytes` are kept (by content hash; a verdict is a few bytes).
+VERIFIED_CACHE_SIZE = 8192
+_verified: OrderedDict[str, str | None] = OrderedDict()
+_verified_lock = threading.Lock()
+
+
+def verify_image_bytes(data: bytes, sha256: str | None = None) -> str | None:
+    """Why `data` is not a whole, readable image (a reason for the unscored record), or None.
+
+    PNG (nearly every screenshot): PIL's ``verify`` walks every chunk to the end marker and checks
+    each one's CRC, so a truncated file or a flipped bit is found without decoding the pixels (a
+    fraction of a decode's cost). Other formats are decoded. Verdicts are kept by content hash
+    (`sha256` when the caller knows it), so a screenshot shown to many stages, or to every rollout
+    of a group, is verified once per process.
+    """
+    key = sha256 or hashlib.sha256(data).hexdigest()
+    with _verified_lock:
+        if key in _verified:
+            _verified.move_to_end(key)
+            return _verified[key]
+    reason = _check(data)
+    with _verified_lock:
+        _verified[key] = reason
+        while len(_verified) > VERIFIED_CACHE_SIZE:
+            _verified.popitem(last=False)
+    return reason
+
+
+def _check(data: bytes) -> str | None:
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            if img.format == "PNG":
+                img.verify()
+            else:
+                img.load()
+    except Exception as exc:  # noqa: BLE001 - PIL raises OSError, SyntaxError, struct.error, ...
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return None
 
 
 @dataclass(frozen=True)
@@ -187,6 +230,10 @@ class ImageEncoder:
         if self.within_limits(shot):
             data, mime = shot.bytes(), sniff_mime(shot.bytes()) or "image/png"
             (w, h), passed = shot.size(), True
+            reason = verify_image_bytes(data, key)
+            if reason is not None:
+                raise ScreenshotError(f"screenshot of step {shot.step} ({shot.describe()}) is not a readable "
+                                      f"image: {reason}")
         else:
             img = shot.image()
             w, h = target_size(img.width, img.height, self.max_side, self.max_pixels)
