@@ -164,3 +164,16 @@ def test_serve_reward_offers_no_option_that_would_do_nothing():
     text = sub["serve-reward"].format_help()
     assert "exit status" not in text.lower() and "--media-root" in text
     assert "exit status" in sub["score"].format_help()
+
+
+def test_verl_unscored_rollouts_raise_by_default(monkeypatch):
+    """Issue 20 W4: without CUA_VERL_ON_FAILURE an unscored rollout raises (asks the service for
+    on_failure=error); a default of "0" would turn every outage into a reward of 0.0 unnoticed."""
+    from reward import verl
+
+    monkeypatch.delenv("CUA_VERL_ON_FAILURE", raising=False)
+    sent: dict = {}
+    monkeypatch.setattr(verl, "post_openrlhf", lambda body, params: sent.update(params) or
+                        {"rewards": [0.5], "extra_logs": {"uv_unscored": [0.0]}})
+    verl.compute_score("cua", "answer", "find the hours")
+    assert sent["on_failure"] == "error"
