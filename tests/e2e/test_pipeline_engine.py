@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from pipeline_support import SpyJudge, assert_plumbing, synthetic_trajectory
+from suite_env import missing, shared_data_dir
 
 from verifier.cache import StageCache
 from verifier.config import VerifierConfig
@@ -23,7 +24,7 @@ from verifier.pipeline import verify
 
 pytestmark = pytest.mark.engine
 
-TRAJ_ROOT = Path(__file__).resolve().parents[3] / "shared" / "data" / "trajectories"
+TRAJ_ROOT = shared_data_dir() / "trajectories"
 SAMPLES = sorted(p.name for p in TRAJ_ROOT.iterdir()) if TRAJ_ROOT.is_dir() else []
 
 
@@ -34,8 +35,10 @@ async def spy(engine):
     await judge.aclose()
 
 
-@pytest.mark.parametrize("name", SAMPLES or [pytest.param("none", marks=pytest.mark.skip("no ../shared/data"))])
+@pytest.mark.parametrize("name", SAMPLES or ["none"])
 async def test_real_sample_trajectory(name, engine, spy):
+    if not SAMPLES:
+        missing(f"no real trajectories at {TRAJ_ROOT} (set CUA_SHARED_DATA)")
     traj = load_trajectory(TRAJ_ROOT / name)
     result = await verify(traj, judge=spy)
     assert_plumbing(result, spy, traj, model=engine.model)
