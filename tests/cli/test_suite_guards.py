@@ -58,7 +58,19 @@ def test_no_importorskip_on_the_projects_own_modules():
 CALIBRATION_REAL = "tests/calibration/test_calibration_suite.py::test_real_trajectories_join_by_reference"
 
 
-@pytest.mark.parametrize("ci_env", [{"CI": "true"}, {"CI": "1"}, {"CI": "True"}, {"CUA_REQUIRE_ENGINE": "1"}])
+@pytest.mark.parametrize("value, required", [("true", True), ("1", True), ("True", True), ("yes", True),
+                                             ("", False), ("0", False), ("false", False)])
+def test_any_true_ci_value_requires_the_prerequisites(monkeypatch, value, required):
+    from suite_env import required_here
+
+    monkeypatch.delenv("CUA_REQUIRE_ENGINE", raising=False)
+    monkeypatch.setenv("CI", value)
+    assert required_here() is required
+    monkeypatch.setenv("CUA_REQUIRE_ENGINE", "1")
+    assert required_here()
+
+
+@pytest.mark.parametrize("ci_env", [{"CI": "1"}, {"CUA_REQUIRE_ENGINE": "1"}])
 def test_calibration_real_cases_fail_under_every_ci_spelling(ci_env, tmp_path):
     """Issue 20: this check failed only for CI exactly "true"; CI=1 or CUA_REQUIRE_ENGINE=1 skipped it."""
     got = _pytest(CALIBRATION_REAL, CUA_SHARED_DATA=str(tmp_path / "absent" / "data"), **ci_env)
