@@ -219,3 +219,20 @@ async def test_a_hung_judge_costs_one_share_per_call_and_opens_the_circuit_one_c
         assert len(server.requests) == 3 and time.monotonic() - start < 3.0
     finally:
         await judge.aclose()
+
+
+def test_stalls_that_overlap_count_once():
+    """A burst of concurrent requests timing out together (a slow moment) is one stall, not a dead
+    judge; stalls one after another still open the circuit."""
+    clock = Clock()
+    b = CircuitBreaker(20, 30.0, clock=clock)
+    sent = clock.t
+    clock.t += 60  # ten requests sent together, all timing out at once
+    for _ in range(10):
+        b.failure("timeout", stall=True, started=sent)
+    assert b.state == "closed"
+    for _ in range(2):  # the next rounds, each sent after the last one timed out
+        sent = clock.t
+        clock.t += 60
+        b.failure("timeout", stall=True, started=sent)
+    assert b.state == "open"

@@ -11,7 +11,9 @@ does not open on a run of failures but on the *share* of failures among the endp
 recent request failed (``ratio``, 0.95 by default) is the judge down. A flaky judge's successes keep
 the share under it. The one exception is a *stall* (a request that timed out): ``stalls`` of them
 in a row, with no answer between, open the circuit at once, because each one costs a whole
-timeout and a hung judge sends no refusals to count quickly.
+timeout and a hung judge sends no refusals to count quickly. Stalls that overlap in time count
+once: a burst of concurrent requests that time out together is one observation of a slow moment,
+not several of a dead judge (a judge that is dead stalls the next round too).
 
 While open, requests are refused at once (the caller gets `JudgeCircuitOpenError`, the reward
 `None`). After ``cooldown_s`` the circuit is *half-open*: one request at a time goes through as a
@@ -46,7 +48,8 @@ class CircuitBreaker:
         self._state: State = "closed"
         self._recent: deque[bool] = deque(maxlen=max(window, min_calls, 1))  # True: a failure
         self._streak = 0  # failures in a row (for logs and tests)
-        self._stalls = 0  # timeouts in a row
+        self._stalls = 0  # timeouts in a row (overlapping ones counted once)
+        self._last_stall_end = float("-inf")
         self._opened_at = 0.0
         self._probing = False
         self.last_failure = ""
@@ -90,15 +93,21 @@ class CircuitBreaker:
             if self._current() == "half_open":
                 self._recent.clear()  # the judge is back: judge it on what comes next
             self._state, self._streak, self._stalls, self._probing = "closed", 0, 0, False
+            self._last_stall_end = float("-inf")
             self._recent.append(False)
 
-    def failure(self, reason: str, *, stall: bool = False) -> None:
-        """A failed request; `stall`: it timed out (no answer at all)."""
+    def failure(self, reason: str, *, stall: bool = False, started: float | None = None) -> None:
+        """A failed request; `stall`: it timed out (no answer at all), having been sent at `started`
+        (this breaker's clock; None: counts as a stall of its own)."""
         if self.threshold <= 0:
             return
         with self._lock:
             self._streak += 1
-            self._stalls = self._stalls + 1 if stall else 0
+            if not stall:
+                self._stalls = 0
+            elif started is None or started >= self._last_stall_end:  # not overlapping the last one
+                self._stalls += 1
+                self._last_stall_end = self._clock()
             self.last_failure = reason
             self._recent.append(True)
             if self._current() == "half_open" or self._looks_down():

@@ -269,6 +269,7 @@ class EndpointPool:
         """One HTTP request on an endpoint whose breaker granted it; tells the breaker how it went."""
         breaker = endpoint.breaker
         endpoint.in_flight += 1
+        start: float | None = None
         try:
             async with endpoint.semaphore:
                 left = time_left()  # the HTTP timeout never outlasts the deadline: the breaker sees it
@@ -279,7 +280,7 @@ class EndpointPool:
                 try:
                     response = await _post(endpoint, request)
                 finally:
-                    tally.latency_s += time.monotonic() - start
+                    tally.latency_s += time.monotonic() - (start or 0.0)
         except openai.APIStatusError as exc:  # the server answered: only a 5xx says it is unwell
             if exc.status_code >= 500:
                 breaker.failure(describe(exc))
@@ -287,7 +288,7 @@ class EndpointPool:
                 breaker.success()
             raise
         except (openai.APIConnectionError, MalformedReply) as exc:
-            breaker.failure(describe(exc), stall=isinstance(exc, openai.APITimeoutError))
+            breaker.failure(describe(exc), stall=isinstance(exc, openai.APITimeoutError), started=start)
             raise
         except BaseException:  # cancelled by a deadline, or a bug: no evidence either way
             breaker.release()
