@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = Path(tmp, "cfg.json")
         cfg.write_text(json.dumps({"judge": {"backoff_initial_s": 0.05, "backoff_jitter_s": 0.05,
                                              "max_concurrency": 32}}))
-        proc = subprocess.Popen([sys.executable, "-c", "from verifier.cli import main; raise SystemExit(main())",
+        proc = subprocess.Popen([sys.executable, "-c", "from cua_verifier.cli import main; raise SystemExit(main())",
                                  "serve-reward", "--port", "0", "--judge-url", judge.url, "--model", "echo",
                                  "--queue-size", str(a.queue_size), "--concurrency", str(a.concurrency),
                                  "--config", str(cfg)], stdout=subprocess.PIPE, text=True)

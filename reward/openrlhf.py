@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from verifier.errors import TrajectoryError
+from verifier.loaders.rollouts import build_trajectories
 
-from .adapters import build_trajectories
 from .functions import too_degraded
 from .remote import ENV_KEY, ENV_URL, RemoteError
 

@@ -29,11 +29,11 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifier.errors import CuaVerifierError, JudgeDeadlineError
+from verifier.session import Outcome, rollout_key
+from verifier.settings import DEFAULT_ANSWER_TOOLS
 from verifier.trajectory import Trajectory
 
 from .functions import UVCombinedReward, UVOutcomeReward, UVProcessReward
-from .session import Outcome, rollout_key
-from .settings import DEFAULT_ANSWER_TOOLS
 
 log = logging.getLogger(__name__)
 ENV_URL, ENV_KEY = "CUA_REWARD_URL", "CUA_REWARD_API_KEY"

@@ -40,6 +40,7 @@ from pydantic import (
 )
 
 from .errors import ScreenshotError
+from .other_verdicts import AGENT_CLAIM, ENV_SCORE, AgentClaim, EnvScore
 
 TRAJECTORY_SCHEMA_VERSION = "1.0"
 
@@ -320,6 +321,9 @@ class Trajectory(BaseModel):
     source_format: str = "native"
     source_path: str | None = None
     load_warnings: list[str] = Field(default_factory=list)
+    #: Facts about the run that are not the task (shown to no judge): `AGENT_CLAIM` and `ENV_SCORE`
+    #: (see `AgentClaim`, `EnvScore`); loaders may add other keys.
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _steps_numbered(self) -> Trajectory:
@@ -330,6 +334,7 @@ class Trajectory(BaseModel):
         for pos, shot in enumerate(self.screenshots):
             if shot.step > n + 1:
                 raise ValueError(f"screenshots[{pos}].step is {shot.step}, but there are {n} steps")
+        self.other_verdicts()  # a malformed agent_claim / env_score fails here, not in a report
         return self
 
     @property
@@ -342,6 +347,24 @@ class Trajectory(BaseModel):
         for k, shot in enumerate(self.screenshots, start=1):
             groups.setdefault(shot.sha256, []).append(k)
         return groups
+
+    def agent_claim(self) -> AgentClaim | None:
+        raw = self.metadata.get(AGENT_CLAIM)
+        return AgentClaim.model_validate(raw) if isinstance(raw, dict) else None
+
+    def env_score(self) -> EnvScore | None:
+        raw = self.metadata.get(ENV_SCORE)
+        return EnvScore.model_validate(raw) if isinstance(raw, dict) else None
+
+    def other_verdicts(self) -> dict[str, Any]:
+        """The agent's claim and the environment's score as plain data (absent ones left out)."""
+        claim, env = self.agent_claim(), self.env_score()
+        out: dict[str, Any] = {}
+        if claim is not None:
+            out[AGENT_CLAIM] = claim.model_dump()
+        if env is not None:
+            out[ENV_SCORE] = env.model_dump()
+        return out
 
     def to_json(self, **kwargs: Any) -> str:
         """Native JSON; in-memory screenshots are embedded as data URLs (by their serializer)."""

@@ -15,7 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from reward.settings import RewardSettings
+from verifier.settings import RewardSettings
 
 from .config import ServiceConfig
 from .core import Refused, RewardService

@@ -11,7 +11,7 @@ from .config import DEFAULT_KEY_ENV
 
 
 def register(subparsers: Any) -> None:
-    from verifier.cli._options import add_scoring_args
+    from verifier.options import add_scoring_args
 
     p = subparsers.add_parser("serve-reward", help="serve the verifier over HTTP for all training ranks",
                               description=__doc__.split("\n")[0])
@@ -35,8 +35,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reward.settings import RewardSettings
-    from verifier.cli._options import settings_overrides
+    from verifier.options import settings_overrides
+    from verifier.settings import RewardSettings
 
     from .config import ServiceConfig
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from serving.command import is_loopback
 from verifier.errors import ConfigError
+from verifier.network import is_loopback
 
 DEFAULT_KEY_ENV = "CUA_REWARD_API_KEY"
 

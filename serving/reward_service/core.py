@@ -16,8 +16,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reward.session import Outcome, VerifierSession
-from reward.settings import RewardSettings
 from verifier.errors import (
     CuaVerifierError,
     JudgeCircuitOpenError,
@@ -28,6 +26,8 @@ from verifier.errors import (
 )
 from verifier.loaders import load_native_record
 from verifier.loaders._common import check_screenshots
+from verifier.session import Outcome, VerifierSession
+from verifier.settings import RewardSettings
 from verifier.trajectory import Trajectory
 
 from .config import ServiceConfig

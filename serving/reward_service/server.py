@@ -13,8 +13,8 @@ from typing import Any
 
 import uvicorn
 
-from reward.settings import RewardSettings
 from verifier.errors import ConfigError
+from verifier.settings import RewardSettings
 
 from .app import create_app
 from .config import ServiceConfig

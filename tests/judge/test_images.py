@@ -202,8 +202,8 @@ async def test_a_broken_png_makes_its_rollout_unscored_with_the_reason(server):
     unscored, the reason names the screenshot; the same rollout with the whole file is scored."""
     from judge_server import echo
 
-    from reward.session import VerifierSession
-    from reward.settings import RewardSettings
+    from verifier.session import VerifierSession
+    from verifier.settings import RewardSettings
     from verifier.trajectory import Step, Task, Trajectory
 
     server.default = echo

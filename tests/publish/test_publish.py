@@ -14,8 +14,8 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from PIL import Image as PILImage
 
+from cua_verifier.cli import build_parser
 from reward import RewardSettings
-from verifier.cli import build_parser
 from verifier.records import ResultWriter
 from verifier.trajectory import Step, Task, Trajectory
 

@@ -88,8 +88,8 @@ def test_remote_rewards_are_none_at_the_batch_deadline_when_the_service_hangs():
 
 def _service(queue_size: int):
     pytest.importorskip("fastapi")
-    from reward.settings import RewardSettings
     from serving.reward_service.core import RewardService
+    from verifier.settings import RewardSettings
 
     settings = RewardSettings(judge={"base_urls": ["http://127.0.0.1:9/v1"], "model": "unused"})
     return RewardService(settings, ServiceConfig(queue_size=queue_size))
@@ -153,7 +153,7 @@ def test_an_api_key_of_spaces_is_no_key(monkeypatch):
 def test_serve_reward_offers_no_option_that_would_do_nothing():
     """Issue 20 §4: --no-progress and --allow-outside-screenshots were accepted and ignored (paths are
     governed by --media-root), and --help ended with `score`'s exit statuses."""
-    from verifier.cli import build_parser
+    from cua_verifier.cli import build_parser
 
     parser = build_parser()
     for flag in ("--no-progress", "--allow-outside-screenshots"):

@@ -2,7 +2,8 @@
 
 `score-dataset` calls `add_publish_args` for its options and `publish_if_asked` once scoring is
 done (local loop or Ray: both leave the same durable log). `undecoded_images` is how every
-`datasets` source is read, so screenshots reach the verifier as their stored bytes.
+`datasets` source is read, so screenshots reach the verifier as their stored bytes (it lives in
+`verifier.sources.images`, re-exported here).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import argparse
 import importlib.util
 from typing import Any
 
-from .images import image_columns, undecoded_images
+from ..sources.images import image_columns, undecoded_images
 
 __all__ = ["add_publish_args", "image_columns", "publish_if_asked", "undecoded_images"]
 
@@ -38,8 +39,8 @@ def publish_if_asked(args: argparse.Namespace, settings: Any) -> dict[str, Any] 
         return None
     from pathlib import Path
 
-    from ..cli.score_dataset_cmd import log_path_for
     from ..records import ResultWriter
+    from ..sources.rows import log_path_for
     from .dataset import publish
 
     records = ResultWriter(log_path_for(Path(args.out))).records()

@@ -60,7 +60,7 @@ def result_columns(records: list[ScoreRecord]) -> dict[str, list[Any]]:
 
 def _row_ids(src: Any, args: argparse.Namespace) -> list[str]:
     """The id `score-dataset` gave each row of `src`, computed from the id columns only."""
-    from ..cli.score_dataset_cmd import ID_COLUMNS, iter_rows
+    from ..sources.rows import ID_COLUMNS, iter_rows
 
     wanted = [args.id_column] if args.id_column else list(ID_COLUMNS)
     cols = [c for c in wanted if c in src.column_names]
@@ -72,12 +72,9 @@ def build(args: argparse.Namespace, records: list[ScoreRecord]) -> tuple[Any, li
     """(scored Dataset, input columns kept, the records published in row order)."""
     import datasets
 
-    from ..cli.score_dataset_cmd import _is_native_jsonl, load_rows
+    from ..sources.rows import is_run_source, load_rows
 
-    path = Path(args.source)
-    folder = path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl")
-                               and _is_native_jsonl(path))
-    if folder:  # trajectories on disk have no input columns to keep: the results alone
+    if is_run_source(Path(args.source)):  # trajectories on disk have no input columns to keep: the results alone
         return datasets.Dataset.from_dict(result_columns(records), features=_result_features()), [], records
     # Never streamed and never decoded: the source is memory-mapped and joined at the Arrow level.
     src = load_rows(args.source, split=args.split, name=args.name, streaming=False, undecoded=False)

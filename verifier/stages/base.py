@@ -86,6 +86,7 @@ class Run:
     cache: StageCache
     ledger: Ledger = field(default_factory=Ledger)
     rubric: Rubric | None = None
+    provided_rubric: Rubric | None = None  # scored as given: no rubric call (verify(rubric=...))
     shared: str = ""  # shared prompt prefix (task, rubric, history, final answer)
     background: list[asyncio.Task] = field(default_factory=list)
 

@@ -228,6 +228,21 @@ def usage_view(res: dict) -> dict:
     return {"totals": totals, "stages": stages}
 
 
+def other_verdicts_view(record: dict, trajectory: Any) -> dict:
+    """The agent's claim and the environment's score, from the record (or the trajectory): shown
+    beside the verifier's verdict, labelled as theirs."""
+    others = d(record.get("other_verdicts"))
+    if not others and trajectory is not None and hasattr(trajectory, "other_verdicts"):
+        others = trajectory.other_verdicts()
+    claim, env = d(others.get("agent_claim")), d(others.get("env_score"))
+    return {
+        "agent_claim": {"success": claim.get("success") if isinstance(claim.get("success"), bool) else None,
+                        "source": text(claim.get("source"))} if claim else None,
+        "env_score": {"score": num(env.get("score")), "success": env.get("success") is True,
+                      "source": text(env.get("source"))} if env else None,
+    }
+
+
 def rollout_view(
     record: dict,
     trajectory: Any,
@@ -281,6 +296,7 @@ def rollout_view(
         "has_trajectory": trajectory is not None,
         "n_shots": len(shots_meta),
         "outcome": outcome,
+        **other_verdicts_view(record, trajectory),
         "votes": votes,
         "outcome_reasoning": text(res.get("outcome_reasoning")),
         "primary_intent": text(res.get("primary_intent")),
