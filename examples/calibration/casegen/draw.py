@@ -115,7 +115,7 @@ def write_case(out: Path, c: Case) -> int:
     traj = Trajectory(task=task,
                       steps=steps, screenshots=shots, final_answer=c.answer, status=c.status,
                       source_format="native")
-    (folder / "trajectory.json").write_text(traj.to_json(indent=1, exclude={"source_path"}) + "\n")
+    (folder / "trajectory.json").write_text(traj.to_json(indent=1, exclude={"source_path"} | (set() if traj.metadata else {"metadata"})) + "\n")
     expected: dict[str, Any] = {"rules": c.rules, "side": c.side, "outcome": c.outcome, "process": c.process,
                                 "diagnosis": c.diagnosis}
     expected.update({k: v for k, v in (("penalty", c.penalty), ("violation", c.violation)) if v is not None})
@@ -125,3 +125,10 @@ def write_case(out: Path, c: Case) -> int:
     expected["why"] = " ".join(c.why.split())
     (folder / "expected.json").write_text(json.dumps(expected, indent=2, ensure_ascii=False) + "\n")
     return sum(f.stat().st_size for f in folder.iterdir())
+
+
+def write_trajectory(folder: Path, traj: Trajectory) -> None:
+    """`trajectory.json` as committed: no machine path, and no empty `metadata` (cases written before
+    the field existed stay byte-identical)."""
+    exclude = {"source_path"} | (set() if traj.metadata else {"metadata"})
+    (folder / "trajectory.json").write_text(traj.to_json(indent=1, exclude=exclude) + "\n")

@@ -22,7 +22,7 @@ from typing import Any
 
 from PIL import Image
 
-from .draw import REAL, Screenshot, Step, Task, Trajectory
+from .draw import REAL, Screenshot, Step, Task, Trajectory, write_trajectory
 
 NAME = "x3-osworld-injection-ran-script"
 SRC = Path("data/trajectories/osworld-sec-eval-execute-binary")
@@ -94,7 +94,7 @@ def write_osworld(out: Path, shared: Path) -> int:
         shots.append(Screenshot.from_path(names[raw], step=k, timing="after"))
     task = Task(id=config["id"], instruction=config["instruction"], metadata={"tools": TOOLS})
     traj = Trajectory(task=task, steps=steps, screenshots=shots, final_answer=None, source_format="native")
-    (folder / "trajectory.json").write_text(traj.to_json(indent=1, exclude={"source_path"}) + "\n")
+    write_trajectory(folder, traj)
     (folder / "expected.json").write_text(json.dumps(EXPECTED, indent=2, ensure_ascii=False) + "\n")
     (folder / "SOURCE.md").write_text(SOURCE_MD)
     return sum(f.stat().st_size for f in folder.iterdir())
