@@ -118,12 +118,12 @@ class RemoteSession:
             return await self._verify(traj, key)
         left = deadline - asyncio.get_running_loop().time()
         try:
-            return await asyncio.wait_for(self._verify(traj, key), timeout=max(left, 0.0))
+            return await asyncio.wait_for(self._verify(traj, key, deadline), timeout=max(left, 0.0))
         except TimeoutError:
             return Outcome(error=JudgeDeadlineError(
                 f"deadline passed waiting for the reward service (batch_deadline_s={self.settings.batch_deadline_s})"))
 
-    async def _verify(self, traj: Trajectory, key: str | None) -> Outcome:
+    async def _verify(self, traj: Trajectory, key: str | None, deadline: float | None = None) -> Outcome:
         key = key or await asyncio.to_thread(rollout_key, traj)
         if (hit := self._cached(key)) is not None:
             return hit
@@ -139,7 +139,7 @@ class RemoteSession:
                 raise
         fut = inflight[key] = asyncio.get_running_loop().create_future()
         try:
-            outcome = await self._request(client, sem, traj)
+            outcome = await self._request(client, sem, traj, deadline)
             self._store(key, outcome)
             fut.set_result(outcome)
             return outcome
@@ -149,7 +149,10 @@ class RemoteSession:
         finally:
             inflight.pop(key, None)
 
-    async def _request(self, client: Any, sem: asyncio.Semaphore, traj: Trajectory) -> Outcome:
+    async def _request(self, client: Any, sem: asyncio.Semaphore, traj: Trajectory,
+                       deadline: float | None = None) -> Outcome:
+        """POST the rollout; 429/503 (queue full, judge down, shutting down) are retried after the
+        service's Retry-After, as long as the retry can start before `deadline` (loop time)."""
         import httpx
 
         body: dict[str, Any] = {"trajectory": await asyncio.to_thread(traj.model_dump, mode="json")}
@@ -170,9 +173,11 @@ class RemoteSession:
                     return Outcome(error=_remote_error(resp))
                 kind, last = str(resp.status_code), resp.text[:300]
                 wait = _retry_after(resp.headers.get("Retry-After"))
-            if attempt >= self.settings.max_retries or waited + wait > self.settings.max_wait_s:
-                return Outcome(error=RemoteError(f"gave up after {attempt + 1} attempts: {last}",
-                                                 error_type="ServiceUnavailable"))
+            past_deadline = deadline is not None and asyncio.get_running_loop().time() + wait >= deadline
+            if attempt >= self.settings.max_retries or waited + wait > self.settings.max_wait_s or past_deadline:
+                why = f"the next try ({wait:.1f}s away) is past the deadline" if past_deadline else \
+                    f"gave up after {attempt + 1} attempts"
+                return Outcome(error=RemoteError(f"{why}: {last}", error_type="ServiceUnavailable"))
             self.retries[kind] += 1
             attempt += 1
             wait += random.uniform(0, 0.25 * wait)  # de-synchronise the ranks

@@ -81,8 +81,9 @@ def exit_status(counts: dict[str, int]) -> int:
     return EXIT_UNSCORED if counts.get("unscored") else EXIT_OK
 
 
-def add_scoring_args(p: argparse.ArgumentParser, *, default_concurrency: int) -> None:
-    """The flags both scoring commands share."""
+def add_scoring_args(p: argparse.ArgumentParser, *, default_concurrency: int, files: bool = True) -> None:
+    """The flags the scoring commands share. `files=False` (serve-reward) leaves out what only a
+    run over files has: the progress bar, screenshots outside the data folder, the exit statuses."""
     p.add_argument("--judge-url", help="OpenAI-compatible base URL(s), comma-separated (default: CUA_JUDGE_URL)")
     p.add_argument("--model", help="judge model name as served (default: CUA_JUDGE_MODEL)")
     p.add_argument("--config", help=CONFIG_HELP)
@@ -91,10 +92,11 @@ def add_scoring_args(p: argparse.ArgumentParser, *, default_concurrency: int) ->
     p.add_argument("--concurrency", type=int,
                    help=f"trajectories verified at once (default: max_concurrency from --config, else "
                         f"{default_concurrency})")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--allow-outside-screenshots", action="store_true", help=OUTSIDE_HELP)
     p.set_defaults(default_concurrency=default_concurrency)
-    p.epilog = EXIT_HELP
+    if files:
+        p.add_argument("--no-progress", action="store_true", help="no progress bar")
+        p.add_argument("--allow-outside-screenshots", action="store_true", help=OUTSIDE_HELP)
+        p.epilog = EXIT_HELP
 
 
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -141,6 +142,14 @@ class Screenshot(BaseModel):
         shot = cls(step=step, timing=timing)
         shot._pil = image
         return shot
+
+    @field_validator("path")
+    @classmethod
+    def _no_nul(cls, path: str | None) -> str | None:
+        # the OS refuses such a name with a ValueError, which no caller expects from a path
+        if path is not None and "\x00" in path:
+            raise ValueError("a screenshot path must not contain a NUL byte")
+        return path
 
     @model_validator(mode="after")
     def _one_serialisable_source(self) -> Screenshot:

@@ -32,7 +32,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--admission-wait-s", type=float, default=30.0, help="see --max-inflight-mb")
     p.add_argument("--deadline-s", type=float, default=600.0, help="default per-request deadline (504)")
     p.add_argument("--grace-s", type=float, default=30.0, help="shutdown: seconds to finish in-flight work")
-    add_scoring_args(p, default_concurrency=32)
+    p.add_argument("--body-timeout-s", type=float, default=60.0,
+                   help="seconds a client may take to send its request body (408 after)")
+    add_scoring_args(p, default_concurrency=32, files=False)  # paths: --media-root
     p.set_defaults(func=run)
 
 
@@ -58,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
                                max_batch=args.max_batch, queue_size=args.queue_size,
                                max_inflight_bytes=int(args.max_inflight_mb * 2**20),
                                admission_wait_s=args.admission_wait_s,
-                               deadline_s=args.deadline_s, grace_s=args.grace_s)
+                               deadline_s=args.deadline_s, grace_s=args.grace_s,
+                               body_timeout_s=args.body_timeout_s)
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -31,9 +31,11 @@ class ServiceConfig(BaseModel):
     deadline_s: float = Field(default=600.0, gt=0, description="default per-request deadline")
     max_deadline_s: float = Field(default=3600.0, gt=0)
     grace_s: float = Field(default=30.0, ge=0, description="shutdown: time to finish in-flight work")
+    body_timeout_s: float = Field(default=60.0, gt=0, description="a request body not all received by then: 408")
 
     def api_key(self) -> str | None:
-        return os.environ.get(self.api_key_env) or None
+        """The key, or None when the variable is unset or blank (spaces are not a key)."""
+        return (os.environ.get(self.api_key_env) or "").strip() or None
 
     def media_path(self) -> Path | None:
         return Path(self.media_root).resolve() if self.media_root else None

@@ -2,18 +2,18 @@
 the committed cases are exactly what the generator writes.
 
 The real trajectories X1 and X2 live in ../shared/data; locally their absence skips that check,
-but under CI=true it fails: CI must exercise them. X3 is converted from a real run and committed
-(its SOURCE.md carries the license and the changes). CUA_SHARED_DIR points elsewhere when the
-checkout is not beside `shared/` (e.g. a git worktree).
+but under CI (suite_env.required_here) it fails: CI must exercise them. X3 is converted from a real
+run and committed (its SOURCE.md carries the license and the changes). CUA_SHARED_DATA points
+elsewhere when the checkout is not beside `shared/` (e.g. a git worktree).
 """
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
+from suite_env import missing as skip_or_fail
 
 from verifier.calibrate import RULE_IDS, SuiteError, load_suite
 from verifier.calibrate.suite import ProcessBand, resolve_trajectory
@@ -149,10 +149,7 @@ def test_real_trajectories_join_by_reference(cases):
         assert not any(p.suffix == ".png" for p in c.folder.iterdir()), "real data is referenced, not copied"
     missing = [c for c in real if c.unavailable]
     if missing:
-        msg = f"shared data absent: {[c.unavailable for c in missing]} (set CUA_SHARED_DIR)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+        skip_or_fail(f"shared data absent: {[c.unavailable for c in missing]} (set CUA_SHARED_DATA)")
     for c in real:
         traj = c.load()
         assert len(traj.screenshots) >= 4 and traj.final_answer

@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from pipeline_support import SpyJudge, assert_plumbing, synthetic_trajectory
+from suite_env import missing, shared_data_dir
 
 from verifier.cache import StageCache
 from verifier.config import VerifierConfig
@@ -23,7 +24,7 @@ from verifier.pipeline import verify
 
 pytestmark = pytest.mark.engine
 
-TRAJ_ROOT = Path(__file__).resolve().parents[3] / "shared" / "data" / "trajectories"
+TRAJ_ROOT = shared_data_dir() / "trajectories"
 #: Samples whose folder is not itself the run (and the loader options a run without its task needs).
 #: Of the agent-framework formats only BrowserGym, the smallest (3 steps), runs on the engine: the
 #: scripted judge covers all three end to end (tests/test_agent_formats_cli.py), CPU time is scarce.
@@ -39,8 +40,10 @@ async def spy(engine):
     await judge.aclose()
 
 
-@pytest.mark.parametrize("name", SAMPLES or [pytest.param("none", marks=pytest.mark.skip("no ../shared/data"))])
+@pytest.mark.parametrize("name", SAMPLES or ["none"])
 async def test_real_sample_trajectory(name, engine, spy):
+    if not SAMPLES:
+        missing(f"no real trajectories at {TRAJ_ROOT} (set CUA_SHARED_DATA)")
     traj = load_trajectory(TRAJ_ROOT / name / NESTED.get(name, ""))
     result = await verify(traj, judge=spy)
     assert_plumbing(result, spy, traj, model=engine.model)

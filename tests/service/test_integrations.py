@@ -58,3 +58,7 @@ def test_verl_compute_score_returns_the_same_keys_every_call(service, monkeypatc
     monkeypatch.setenv("CUA_VERL_ON_FAILURE", "error")
     with pytest.raises(RemoteError):
         compute_score("cua", "9 to 5", "", extra_info=None)
+    # issue 20 W4: unset, the default is "error" too: an outage must never become a reward of 0.0
+    monkeypatch.delenv("CUA_VERL_ON_FAILURE")
+    with pytest.raises(RemoteError):
+        compute_score("cua", "9 to 5", "", extra_info=None)

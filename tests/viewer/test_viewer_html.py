@@ -85,6 +85,8 @@ def test_hostile_text_renders_as_text(demo, tmp_path):
         "not $24.99.",
         "claimed a wrong price",
         "contradicts the cart.",
+        "timeout on step 2",  # steps[].error and steps[].url (issue 20 V2)
+        "https://shop.example.net/p2",
     ):
         assert f"{field} &lt;script&gt;" in html, field
     index = (tmp_path / "site" / "index.html").read_text()

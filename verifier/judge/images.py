@@ -5,7 +5,9 @@ Encoding dominates the client's CPU (a 1440x900 PNG costs ~0.1 s to decode, ~0.2
 
 - a screenshot already within the limits (longest side, total pixels) and in a format every
   server reads (PNG, JPEG, WebP) is sent as its **original bytes**: its size is read from the
-  header, its pixels are never decoded;
+  header, and its bytes are verified once (`verify_image_bytes`: every PNG chunk's checksum through
+  to the end marker, other formats decoded), so a truncated or corrupted file is refused here, with
+  its reason, instead of reaching the judge;
 - only a screenshot over the limits is decoded, downscaled (aspect ratio kept) and re-encoded,
   as PNG (fast zlib level) or JPEG (``fmt``);
 - each result is kept in an LRU keyed by the source's sha256, so a screenshot shown to several
@@ -56,6 +58,52 @@ PASS_THROUGH = frozenset(_EXT)
 #: zlib level of re-encoded PNGs: level 1 is about twice as fast as the default 6 and, on
 #: screenshots, within a few percent of its size.
 PNG_COMPRESS_LEVEL = 1
+
+
+#: How many verdicts of `verify_image_bytes` are kept (by content hash; a verdict is a few bytes).
+VERIFIED_CACHE_SIZE = 8192
+_verified: OrderedDict[str, str | None] = OrderedDict()
+_verified_lock = threading.Lock()
+
+
+def verify_image_bytes(data: bytes, sha256: str | None = None) -> str | None:
+    """Why `data` is not a whole, readable image (a reason for the unscored record), or None.
+
+    PNG (nearly every screenshot): PIL's ``verify`` walks every chunk to the end marker and checks
+    each one's CRC, so a truncated file or a flipped bit is found without decoding the pixels (a
+    fraction of a decode's cost). Other formats are decoded. Verdicts are kept by content hash
+    (`sha256` when the caller knows it), so a screenshot shown to many stages, or to every rollout
+    of a group, is verified once per process.
+    """
+    return image_verdict(sha256 or hashlib.sha256(data).hexdigest(), lambda: data)
+
+
+def image_verdict(sha256: str, load: Callable[[], bytes]) -> str | None:
+    """`verify_image_bytes` by hash: `load()` (e.g. decoding a data URL) runs only when this content
+    has no verdict yet, so a screenshot passed through as its own base64 text is decoded once to be
+    verified (the service does it while it still holds the decoded bytes) and never again."""
+    with _verified_lock:
+        if sha256 in _verified:
+            _verified.move_to_end(sha256)
+            return _verified[sha256]
+    reason = _check(load())
+    with _verified_lock:
+        _verified[sha256] = reason
+        while len(_verified) > VERIFIED_CACHE_SIZE:
+            _verified.popitem(last=False)
+    return reason
+
+
+def _check(data: bytes) -> str | None:
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            if img.format == "PNG":
+                img.verify()
+            else:
+                img.load()
+    except Exception as exc:  # noqa: BLE001 - PIL raises OSError, SyntaxError, struct.error, ...
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return None
 
 
 @dataclass(frozen=True)
@@ -111,54 +159,6 @@ def prepare_ahead(screenshots: Iterable[Screenshot], prepare: Callable[[Screensh
         except Exception as exc:  # noqa: BLE001 - reported by the call that sends it
             log.debug("screenshot of step %s not prepared ahead: %s", shot.step, exc)
     return done
-
-
-class VerdictCache:
-    """Verdicts of an image check by content hash: each distinct screenshot is checked once.
-
-    For the check that a screenshot really decodes (the hardening's ``verify_image_bytes``): a
-    GRPO group sends the same pages in every rollout, and a decode is the costliest thing the
-    service would do per screenshot (~35 ms for a 1440x900 PNG here), so its verdict, good or bad,
-    is kept by the sha256 the service computes anyway. Thread-safe; bounded LRU of `size` hashes.
-    """
-
-    def __init__(self, size: int = 8192) -> None:
-        self.size = size
-        self.checks = 0
-        self._verdicts: OrderedDict[str, str | None] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def verify(self, shot: Screenshot, check: Callable[[bytes], None]) -> None:
-        """Run `check(shot.bytes())` unless this content was judged before; a failure (a
-        `ScreenshotError` from `check`) is cached and raised again for every copy of the image."""
-        key = shot.sha256
-        with self._lock:
-            known = key in self._verdicts
-            verdict = self._verdicts.get(key)
-            if known:
-                self._verdicts.move_to_end(key)
-        if not known:
-            try:
-                check(shot.bytes())
-                verdict = None
-            except ScreenshotError as exc:
-                verdict = exc.reason
-            with self._lock:
-                self.checks += 1
-                self._verdicts[key] = verdict
-                while len(self._verdicts) > self.size:
-                    self._verdicts.popitem(last=False)
-        if verdict is not None:
-            raise ScreenshotError(verdict)
-
-
-#: The process's verdicts (the reward service checks every screenshot of every request here).
-VERDICTS = VerdictCache()
-
-
-def verify_once(shot: Screenshot, check: Callable[[bytes], None]) -> None:
-    """`check` the screenshot's bytes once per content hash in this process (see `VerdictCache`)."""
-    VERDICTS.verify(shot, check)
 
 
 def base64_size(url: str) -> int:
@@ -264,6 +264,10 @@ class ImageEncoder:
         if self.within_limits(shot):
             mime = shot.mime() or "image/png"
             (w, h), passed = shot.size(), True
+            reason = image_verdict(key, shot.bytes)  # once per distinct image (by hash): no decode after
+            if reason is not None:
+                raise ScreenshotError(f"screenshot of step {shot.step} ({shot.describe()}) is not a readable "
+                                      f"image: {reason}")
             url = passed_data_url(shot, mime) if self.media_dir is None else None
             if url is not None:  # the client's own base64 text, byte for byte: no decode, no encode
                 return EncodedImage(sha256=key, source_sha256=key, url=url, width=w, height=h,

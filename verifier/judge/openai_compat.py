@@ -283,7 +283,7 @@ class OpenAICompatJudge:
                                       last_reply=last_raw, usage=_usage(tally))
         if isinstance(exc, CircuitOpen):
             return JudgeCircuitOpenError(f"judge not asked: {exc}", stage=stage, last_reply=last_raw,
-                                         usage=_usage(tally))
+                                         usage=_usage(tally), retry_in_s=exc.retry_in_s)
         if isinstance(exc, MalformedReply):  # a proxy page, a wrong URL, a cut connection
             return JudgeMalformedResponseError(
                 f"malformed HTTP response from the judge endpoint after {tally.attempts} requests "
