@@ -9,7 +9,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.slow  # real service processes
 
-from service_helpers import LoopbackJudge, Service
+from service_helpers import LoopbackJudge, Service, trajectory
 
 from reward.openrlhf import make_reward_func
 from reward.remote import RemoteError
@@ -61,6 +61,8 @@ def test_verl_compute_score_returns_the_same_keys_every_call(service, monkeypatc
     bad = compute_score("cua", "9 to 5", "", extra_info=None)
     assert set(good) == set(bad) == {"score", "uv_process", "uv_outcome", "uv_unscored", "uv_grounded"}
     assert good["uv_grounded"] == 0.0  # an answer without screenshots: action-only, and it says so
+    shots = compute_score("cua", "", TASK, extra_info={"trajectory": trajectory(1).model_dump(mode="json")})
+    assert shots["uv_grounded"] == 1.0 and shots["uv_unscored"] == 0.0  # the recorded screenshots were judged
     outcome = compute_score("cua", "9 to 5", TASK, extra_info={}, reward="outcome")
     assert outcome["score"] == outcome["uv_outcome"]
     assert good["uv_unscored"] == 0.0 and 0.0 <= good["score"] <= 1.0
