@@ -36,7 +36,7 @@ from typing import Any
 from verifier.errors import TrajectoryError
 
 from .adapters import build_trajectories
-from .client import ENV_KEY, ClientSettings, RemoteError, post
+from .client import ENV_KEY, ClientSettings, RemoteError, apost, async_client, post
 from .functions import too_degraded, ungrounded_error
 
 KINDS = ("combined", "process", "outcome")
@@ -181,6 +181,22 @@ def post_openrlhf(body: dict[str, Any], *, url: str | None = None, api_key_env: 
     settings = ClientSettings(**({"url": url} if url else {}), api_key_env=api_key_env, timeout_s=timeout_s,
                               max_retries=max_retries, deadline_s=deadline_s or timeout_s)
     return post(settings, "/v1/openrlhf", body, params=params)
+
+
+async def apost_openrlhf(body: dict[str, Any], *, url: str | None = None,
+                         params: dict[str, str] | None = None) -> dict:
+    """`post_openrlhf` for callers on an event loop (an agent's `step`, verl's reward loop)."""
+    settings = ClientSettings(**({"url": url} if url else {}))
+    client = async_client(settings, max_connections=4)
+    try:
+        return await apost(settings, client, "/v1/openrlhf", body, params=params)
+    finally:
+        await client.aclose()
+
+
+def trajectory_body(trajectory: dict[str, Any]) -> dict[str, Any]:
+    """An OpenRLHF body whose one row carries a recorded rollout (the label route)."""
+    return {"query": [""], "prompts": [""], "labels": [json.dumps({"trajectory": trajectory})]}
 
 
 def make_reward_func(url: str | None = None, *, api_key_env: str = ENV_KEY, kind: str = "combined",
