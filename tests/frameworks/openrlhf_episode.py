@@ -23,7 +23,7 @@ from openrlhf.utils.agent import AgentExecutorBase
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from serving.tiny_model import _build_tokenizer  # noqa: E402
+from serving.tiny_model import _build_tokenizer
 
 TASK_ID = "library-riverside-saturday"
 INSTRUCTION = "At what time does the Riverside Branch of the City Library open on Saturdays?"

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-from service_helpers import LoopbackJudge, Service  # noqa: E402
+from service_helpers import LoopbackJudge, Service
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
@@ -52,7 +52,7 @@ def _episode(venv: str, script: str, browser_ok: Any) -> tuple[dict[str, Any], i
     with CountingJudge() as judge, Service(judge.url) as svc:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         run = subprocess.run(["flock", "/tmp/cua-browser.lock", str(python), str(HERE / script), svc.url],
-                             capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+                             capture_output=True, text=True, timeout=600, cwd=REPO, env=env, check=False)
     assert run.returncode == 0, run.stderr[-4000:]
     return json.loads(run.stdout.strip().splitlines()[-1]), CountingJudge.images
 

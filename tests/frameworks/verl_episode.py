@@ -28,8 +28,8 @@ from verl.workers.rollout.replica import TokenOutput
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-import browser_env.verl_agent  # noqa: E402,F401  (registers cua_browser_agent)
-from serving.tiny_model import _build_tokenizer  # noqa: E402
+import browser_env.verl_agent  # noqa: F401  (registers cua_browser_agent)
+from serving.tiny_model import _build_tokenizer
 
 TASK_ID = "library-riverside-saturday"
 SCRIPT = [("goto", {"url": "/library/"}), ("scroll", {"direction": "down"}),

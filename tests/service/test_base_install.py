@@ -64,7 +64,7 @@ def test_every_reward_client_works_on_a_base_install():
     python = base_venv()
     with LoopbackJudge() as judge, Service(judge.url) as svc:
         run = subprocess.run([str(python), "-c", CLIENT, svc.url], capture_output=True, text=True,
-                             timeout=300, cwd=VENV)  # not the checkout: the installed package is imported
+                             timeout=300, cwd=VENV, check=False)  # not the checkout: the installed package is imported
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert not out["fastapi"]  # really no extras
