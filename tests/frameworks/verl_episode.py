@@ -28,7 +28,6 @@ from verl.workers.rollout.replica import TokenOutput
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-import browser_env.verl_agent  # noqa: F401  (registers cua_browser_agent)
 from serving.tiny_model import _build_tokenizer
 
 TASK_ID = "library-riverside-saturday"
@@ -70,6 +69,8 @@ async def main(url: str) -> dict[str, Any]:
     tok = _build_tokenizer()
     cfg = config()
     server = ScriptedServer(tok)
+    for entry in OmegaConf.load(REPO / "recipes" / "configs" / "verl_agent_loop.yaml"):  # as AgentLoopWorker does
+        _agent_loop_registry[entry.name] = entry
     loop = hydra.utils.instantiate(config=_agent_loop_registry["cua_browser_agent"],
                                    trainer_config=DictConfigWrap(config=cfg), server_manager=server,
                                    tokenizer=tok, processor=None, dataset_cls=RLHFDataset,
