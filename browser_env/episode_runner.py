@@ -43,13 +43,6 @@ TOOL_NAMES = tuple(t["function"]["name"] for t in TOOL_SCHEMAS)
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 
 
-def thumbnail(image: Image.Image, max_side: int) -> Image.Image:
-    """A copy whose longer side is at most `max_side` pixels (aspect kept)."""
-    small = image.copy()
-    small.thumbnail((max_side, max_side))
-    return small
-
-
 def parse_tool_call(text: str) -> tuple[str, dict[str, Any]] | None:
     """The first Hermes-style `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` in a turn."""
     match = _TOOL_CALL.search(text)
@@ -88,9 +81,9 @@ class ThreadedEpisode:
 
     def __init__(self, config: EnvConfig | dict[str, Any] | None = None, *, policy_max_side: int = 512) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="browser-episode")
-        self._config = config
+        base = config.model_dump() if isinstance(config, EnvConfig) else dict(config or {})
+        self._config = EnvConfig.model_validate({**base, "policy_max_side": policy_max_side})
         self.env: BrowserEnv | None = None
-        self.policy_max_side = policy_max_side
         self.screenshots_sent = 0
 
     async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -98,7 +91,7 @@ class ThreadedEpisode:
 
     def _split(self, result: Any) -> tuple[list[Image.Image], str]:
         parts = result if isinstance(result, list) else [{"type": "text", "text": str(result)}]
-        images = [thumbnail(p["image"], self.policy_max_side) for p in parts if p.get("type") == "image"]
+        images = [p["image"] for p in parts if p.get("type") == "image"]  # thumbnails (EnvConfig.policy_max_side)
         self.screenshots_sent += len(images)
         return images, "\n".join(p.get("text", "") for p in parts if p.get("type") == "text")
 
