@@ -39,3 +39,15 @@ def test_a_full_episode_fits_the_completion_budget():
     full = recipe.episode_budget(recipe.BrowserArguments(**{**fields, "policy_max_side": None}),
                                  CONFIG["max_completion_length"])
     assert full["steps_that_fit"] == 5  # what full-size 1280x800 screenshots allowed
+
+
+def test_remote_rewards_recipe_takes_the_trlparser_yaml_form():
+    spec = importlib.util.spec_from_file_location("grpo_remote_cfg", REPO / "recipes" / "grpo_remote_rewards.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    _script, training, model, args = mod.parse(["--config", str(REPO / "recipes" / "configs" / "remote_rewards.yaml"),
+                                                    "--model_name_or_path", "tiny", "--n_tasks", "2", "--bf16", "false",
+                                               "--per_device_train_batch_size", "8"])  # one process here
+    assert training.num_generations == 8 and training.reward_weights == [0.5, 1.0]
+    assert model.model_name_or_path == "tiny" and args.n_tasks == 2
