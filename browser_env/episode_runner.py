@@ -84,7 +84,6 @@ class ThreadedEpisode:
         base = config.model_dump() if isinstance(config, EnvConfig) else dict(config or {})
         self._config = EnvConfig.model_validate({**base, "policy_max_side": policy_max_side})
         self.env: BrowserEnv | None = None
-        self.screenshots_sent = 0
 
     async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._pool, lambda: fn(*args, **kwargs))
@@ -92,7 +91,6 @@ class ThreadedEpisode:
     def _split(self, result: Any) -> tuple[list[Image.Image], str]:
         parts = result if isinstance(result, list) else [{"type": "text", "text": str(result)}]
         images = [p["image"] for p in parts if p.get("type") == "image"]  # thumbnails (EnvConfig.policy_max_side)
-        self.screenshots_sent += len(images)
         return images, "\n".join(p.get("text", "") for p in parts if p.get("type") == "text")
 
     async def reset(self, task_id: str) -> tuple[list[Image.Image], str]:

@@ -56,7 +56,6 @@ class BrowserAgentLoop(ToolAgentLoop):
             last["content"] = [*content, *seen, {"type": "text", "text": text}]
             output = await super().run(sampling_params, **{**kwargs, "raw_prompt": messages})
             output.extra_fields["trajectory"] = await self.episode.trajectory()
-            output.extra_fields["screenshots_to_policy"] = self.episode.screenshots_sent
             return output
         finally:
             await self.episode.close()

@@ -60,6 +60,15 @@ async def main(url: str) -> dict[str, Any]:
     os.environ["CUA_REWARD_URL"] = url
     tok = _build_tokenizer()
     executor = load_agent_executor(REPO / "browser_env" / "openrlhf_agent.py")
+    images_per_step: list[int] = []
+    step = executor.agent_instance_cls.step
+
+    async def counted_step(self: Any, states: dict, **kw: Any) -> dict:  # what each step hands OpenRLHF
+        out = await step(self, states, **kw)
+        images_per_step.append(len(out["environment_images"] or []))
+        return out
+
+    executor.agent_instance_cls.step = counted_step
     engine = ScriptedEngine(tok)
     prompt = tok.apply_chat_template([{"role": "user", "content": INSTRUCTION}], tokenize=False,
                                      add_generation_prompt=True)
@@ -69,7 +78,7 @@ async def main(url: str) -> dict[str, Any]:
             "extra_logs": {k: float(v) for k, v in out["extra_logs"].items()},
             "page_in_first_prompt": "The browser shows" in engine.prompts[0],
             "tool_response_in_prompt": "<tool_response>" in engine.prompts[-1],
-            "action_ranges": len(out["action_ranges"])}
+            "action_ranges": len(out["action_ranges"]), "environment_images": images_per_step}
 
 
 if __name__ == "__main__":

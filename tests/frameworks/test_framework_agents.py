@@ -72,6 +72,7 @@ def test_openrlhf_agent_episode_reaches_the_verifier_with_its_screenshots(browse
     out, images = _episode(".venv-openrlhf", "openrlhf_episode.py", browser_ok)
     assert out["turns"] == 3 and out["action_ranges"] == 3
     assert out["page_in_first_prompt"] and out["tool_response_in_prompt"]
+    assert out["environment_images"][:2] == [1, 1]  # goto and scroll each hand back their screenshot
     logs = out["extra_logs"]
     assert logs["uv_unscored"] == 0.0 and logs["uv_grounded"] == 1.0
     assert 0.0 <= float(out["reward"]) <= 1.0
