@@ -176,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = {k: last[-1].get(k) for k in keys}
         summary.update({k: v for k, v in last[-1].items() if k.startswith("uv/")})
         print(json.dumps(summary))
+    if hasattr(trainer, "end"):  # transformers >= 5.18: trackers finished, process group destroyed (last)
+        trainer.end()
     return 0
 
 
