@@ -7,7 +7,7 @@
 # installed --no-deps with the packages their agent-loop and reward modules import.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-base_site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+base_site=$("${CUA_BASE_PYTHON:-.venv/bin/python}" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
 build() {  # NAME STAMP PACKAGES...
   local name=$1 stamp=$2; shift 2
