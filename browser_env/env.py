@@ -5,7 +5,7 @@ TRL (>= 1.16) builds one instance per rollout (pooled, reset per episode), calls
 content parts keeps them, anything else is turned into a string. So every action tool returns
 `[{"type": "image", "image": <PIL screenshot>}, {"type": "text", "text": <short observation>}]`.
 The episode is recorded as it happens (`episode.EpisodeRecorder`); the `trajectory` property is
-what `reward.adapters` reads when TRL hands the rewards `environments=[...]`.
+what `verifier.loaders.rollouts` reads when TRL hands the rewards `environments=[...]`.
 
 Bounds: `max_steps` actions per episode, a Playwright timeout on every call, a page-load timeout
 on navigations and a watchdog that kills this environment's own browser when a call outlives

@@ -56,8 +56,7 @@ class BrowserArguments:
 
 def build_rewards(args: BrowserArguments, judge_url: str | None) -> Any:
     from reward import RewardSettings, make_uv_rewards
-    from reward.settings import read_config_file
-    from verifier.settings import split_urls
+    from verifier.settings import read_config_file, split_urls
 
     data: dict[str, Any] = read_config_file(args.verifier_config) if args.verifier_config else {}
     judge = dict(data.pop("judge", None) or {})

@@ -31,5 +31,5 @@ shift 2
 mkdir -p "$(dirname "$OUT")"
 
 CLI=(cua-verifier)
-command -v cua-verifier >/dev/null 2>&1 || CLI=(python -c "import sys; from verifier.cli import main; sys.exit(main())")
+command -v cua-verifier >/dev/null 2>&1 || CLI=(python -c "import sys; from cua_verifier.cli import main; sys.exit(main())")
 exec "${CLI[@]}" score-dataset "$SOURCE" --out "$OUT" --concurrency "${CONCURRENCY:-8}" "$@"

@@ -22,13 +22,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from verifier.errors import CuaVerifierError, JudgeUnavailableError, TrajectoryError
+from verifier.loaders.rollouts import build_trajectories
 from verifier.records import degraded_stages, result_field
-from verifier.settings import split_urls
+from verifier.session import Outcome, VerifierSession, get_session, rollout_key
+from verifier.settings import RewardSettings, split_urls
 from verifier.trajectory import Trajectory
-
-from .adapters import build_trajectories
-from .session import Outcome, VerifierSession, get_session, rollout_key
-from .settings import RewardSettings
 
 log = logging.getLogger(__name__)
 

@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from verifier.errors import TrajectoryError
+from verifier.loaders.rollouts import build_trajectories
 
-from .adapters import build_trajectories
 from .client import ENV_KEY, ClientSettings, RemoteError, apost, async_client, post
 from .functions import too_degraded, ungrounded_error
 

@@ -27,12 +27,12 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifier.errors import JudgeDeadlineError
+from verifier.session import Outcome, rollout_key
+from verifier.settings import DEFAULT_ANSWER_TOOLS
 from verifier.trajectory import Trajectory
 
 from .client import ENV_KEY, ENV_URL, ClientSettings, RemoteError, apost, async_client
 from .functions import UVCombinedReward, UVOutcomeReward, UVProcessReward
-from .session import Outcome, rollout_key
-from .settings import DEFAULT_ANSWER_TOOLS
 
 log = logging.getLogger(__name__)
 __all__ = ["ENV_KEY", "ENV_URL", "RemoteError", "RemoteSettings", "make_remote_rewards"]

@@ -39,7 +39,7 @@ from .result import (
     RelevanceResult,
     VerificationResult,
 )
-from .schemas import ActionScores, Outcome, Rescoring
+from .schemas import ActionScores, Outcome, Rescoring, Rubric
 from .scoring import (
     apply_penalties,
     hallucination_suspected,
@@ -130,7 +130,7 @@ async def _relevance_and_evidence(r: Run, hash_groups: dict[str, list[int]], d0:
 
 
 async def verify(trajectory: Trajectory, config: VerifierConfig | None = None, *, judge: Judge,
-                 cache: StageCache | None = None) -> VerificationResult:
+                 cache: StageCache | None = None, rubric: Rubric | None = None) -> VerificationResult:
     """Verify one trajectory. Raises JudgeError when an indispensable stage fails.
 
     Args:
@@ -138,8 +138,11 @@ async def verify(trajectory: Trajectory, config: VerifierConfig | None = None, *
         config: pipeline options (defaults: VerifierConfig()).
         judge: any `Judge` (OpenAICompatJudge, ScriptedJudge, ...).
         cache: share one StageCache across calls (e.g. a GRPO group) to reuse rubric and relevance rows.
+        rubric: a provided rubric (a benchmark's, or a calibration case's) scored instead of writing one;
+            no rubric call is made. It is taken as given: the principles still decide what it may demand.
     """
-    r = Run(trajectory, config or VerifierConfig(), judge, cache if cache is not None else StageCache())
+    r = Run(trajectory, config or VerifierConfig(), judge, cache if cache is not None else StageCache(),
+            provided_rubric=rubric)
     try:
         return await _verify(r, time.perf_counter())
     finally:
@@ -159,7 +162,7 @@ def _prepare_images(r: Run) -> None:
 async def _verify(r: Run, started_at: float) -> VerificationResult:
     trajectory, cfg = r.traj, r.cfg
     _prepare_images(r)
-    r.rubric, d0 = await rubric.run(r)
+    r.rubric, d0 = (r.provided_rubric, 0) if r.provided_rubric is not None else await rubric.run(r)
     r.shared = shared_context(trajectory, cfg, r.rubric)
     rb, ids = r.rubric, r.rubric.ids()
     hash_groups = trajectory.distinct_screenshots()

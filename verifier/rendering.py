@@ -168,8 +168,9 @@ def screenshot_label(traj: Trajectory, number: int, same_as: Sequence[int] = ())
     return f"Screenshot {number} of {len(traj.screenshots)} ({when}{extra})"
 
 
-def image_part(traj: Trajectory, number: int, same_as: Sequence[int] = ()) -> ImagePart:
-    return ImagePart(screenshot=traj.screenshots[number - 1], label=screenshot_label(traj, number, same_as))
+def image_part(traj: Trajectory, number: int, same_as: Sequence[int] = (), *, coarse: bool = False) -> ImagePart:
+    return ImagePart(screenshot=traj.screenshots[number - 1], label=screenshot_label(traj, number, same_as),
+                     detail="coarse" if coarse else "full")
 
 
 #: The one system template of every call (all shared principles, each once, in a fixed order).

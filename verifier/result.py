@@ -130,6 +130,8 @@ class StageUsage(BaseModel):
     failed_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int | None = None
+    """Prompt tokens the judge served from its prefix cache (None: the server does not report it)."""
     latency_s: float = 0.0
     round: int = 0
     """Deepest DAG round a call of this stage ran in (1 = first sequential round)."""
@@ -159,6 +161,9 @@ class UsageSummary(BaseModel):
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int | None = None
+    """Of `prompt_tokens`, those the judge's prefix cache served (None: the server does not say;
+    vLLM reports them with ``--enable-prompt-tokens-details``)."""
     latency_s: float = 0.0
     """Sum of per-call latencies (judge time); wall_s is the elapsed time."""
     wall_s: float = 0.0

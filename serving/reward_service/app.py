@@ -14,9 +14,11 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from reward.settings import RewardSettings
 from verifier.errors import CuaVerifierError
+from verifier.settings import RewardSettings
 
+from .body import BadBody, read_model
+from .budget import ByteAdmission
 from .config import ServiceConfig
 from .core import Refused, RewardService
 from .models import BatchRequest, BatchResponse, ErrorBody, ErrorDetail, OpenRLHFRequest, VerifyRequest
@@ -118,6 +120,10 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
     async def _unauthorised(_request: Request, _exc: _Unauthorised) -> JSONResponse:
         return _error(401, "unauthorised", "invalid or missing API key", {"WWW-Authenticate": "Bearer"})
 
+    @app.exception_handler(BadBody)
+    async def _bad_body(_request: Request, exc: BadBody) -> JSONResponse:
+        return _error(422, "invalid_request", str(exc))
+
     @app.exception_handler(Refused)
     async def _refused_handler(_request: Request, exc: Refused) -> JSONResponse:
         return _refused(exc)
@@ -125,16 +131,19 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
     @app.get("/health")
     async def health() -> dict[str, Any]:
         q = service.queue
+        b = service.budget
         return {"status": "draining" if service.draining else "ok", "queue_depth": q.depth,
                 "queue_capacity": q.capacity, "queue_high_water": q.high_water,
-                "pipeline_runs": service.session.runs}
+                "bytes_in_flight": b.in_flight, "bytes_capacity": b.capacity,
+                "bytes_high_water": b.high_water, "pipeline_runs": service.session.runs}
 
     @app.get("/metrics", dependencies=[Depends(authorised)])
     async def metrics() -> Response:
         return Response(generate_latest(service.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.post("/v1/verify", dependencies=[Depends(authorised)])
-    async def verify(body: VerifyRequest) -> Any:
+    async def verify(request: Request) -> Any:
+        body = await read_model(request, VerifyRequest)
         (item,) = await service.verify_records([body.trajectory], body.deadline_s)
         if item.status == "scored":
             return JSONResponse(item.result)
@@ -142,7 +151,8 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
                       {"Retry-After": "5"} if item.http_status == 503 else None)
 
     @app.post("/v1/verify/batch", dependencies=[Depends(authorised)])
-    async def verify_batch(body: BatchRequest) -> Any:
+    async def verify_batch(request: Request) -> Any:
+        body = await read_model(request, BatchRequest)
         if len(body.trajectories) > min(config.max_batch, config.queue_size):
             return _error(413, "too_large", f"batch of {len(body.trajectories)} over --max-batch "
                           f"{config.max_batch} / --queue-size {config.queue_size}")
@@ -150,11 +160,12 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         return BatchResponse(results=items).model_dump()
 
     @app.post("/v1/openrlhf", dependencies=[Depends(authorised)])
-    async def openrlhf(body: OpenRLHFRequest, reward: str = "combined", on_failure: str | None = None,
+    async def openrlhf(request: Request, reward: str = "combined", on_failure: str | None = None,
                        require_screenshots: bool = False) -> Any:
         """OpenRLHF's remote-RM body; `?reward=combined|process|outcome&on_failure=error|<number>`
         (a number by default: OpenRLHF swallows errors, see reward.openrlhf). Bad input is 422,
         which OpenRLHF does not retry; a verifier failure on valid rows is 502."""
+        body = await read_model(request, OpenRLHFRequest)
         from reward.openrlhf import DEFAULT_ON_FAILURE, records_from_request, rewards_from_items, ungrounded
 
         if len(body.query) > min(config.max_batch, config.queue_size):
@@ -175,7 +186,17 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         except ValueError as exc:
             return _error(422, "invalid_request", str(exc))
 
-    return BodyLimit(app, service)
+    return BodyLimit(ByteAdmission(app, service.budget, chunked_bytes=config.max_body_bytes,
+                                   on_reject=_over_budget(service)), service)
+
+
+def _over_budget(service: RewardService) -> Any:
+    async def answer(scope: dict, receive: Any, send: Any, retry_after: int) -> None:
+        service.metrics.rejected.labels(reason="bytes_in_flight").inc()
+        b = service.budget
+        await _error(429, "queue_full", f"bytes in flight at the --max-inflight-mb bound ({b.in_flight} of "
+                     f"{b.capacity})", {"Retry-After": str(retry_after)})(scope, receive, send)
+    return answer
 
 
 class _Unauthorised(Exception):

@@ -15,14 +15,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reward.session import Outcome, VerifierSession
-from reward.settings import RewardSettings
 from verifier.errors import CuaVerifierError, JudgeError, ScreenshotError, TrajectoryError
 from verifier.loaders import load_native_record
 from verifier.loaders._common import check_screenshots
+from verifier.session import Outcome, VerifierSession
+from verifier.settings import RewardSettings
 from verifier.trajectory import Trajectory
 
+from .budget import ByteBudget
 from .config import ServiceConfig
+from .memory import trim
 from .metrics import CountingJudge, ServiceMetrics
 from .models import ItemResult
 from .queue import AdmissionQueue
@@ -79,6 +81,8 @@ def parse_trajectory(record: dict[str, Any], root: Path | None, *, where: str) -
         if shot.path is not None:
             shot.path = confine(shot.path, root, field=f"screenshots[{k}].path")
     check_screenshots(traj.screenshots, file=where)
+    for shot in traj.screenshots:  # the base64 text stays (sent as it is); its decoded copy goes
+        shot.drop_bytes()
     traj.source_path = record.get("source_path")  # the id the client gave, as in-process
     return traj
 
@@ -101,10 +105,12 @@ class RewardService:
         self.metrics = ServiceMetrics()
         self.session = _Session(settings, self.metrics)
         self.queue = AdmissionQueue(config.queue_size, concurrency=settings.max_concurrency)
+        self.budget = ByteBudget(config.max_inflight_bytes, wait_s=config.admission_wait_s)
         self.root = config.media_path()
         self.draining = False
         self._abort: asyncio.Event | None = None
         self.tasks: set[asyncio.Task] = set()
+        self._trimming = False
         self.metrics.watch(self)
 
     @property
@@ -139,7 +145,8 @@ class RewardService:
             return self._answer(Outcome(error=exc))
         task = asyncio.ensure_future(self.session.verify(traj))
         self.tasks.add(task)
-        task.add_done_callback(lambda t: (self.tasks.discard(t), self.queue.release(1, started=started)))
+        task.add_done_callback(lambda t: (self.tasks.discard(t), self.queue.release(1, started=started),
+                                          self._idle_trim()))
         abort = asyncio.ensure_future(self.abort_event.wait())
         try:
             done, _ = await asyncio.wait({task, abort}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
@@ -152,6 +159,13 @@ class RewardService:
         if abort in done or task.cancelled():
             return self._answer(Outcome(error=ShuttingDown("the service stopped before this rollout was verified")))
         return self._answer(Outcome(error=DeadlineExceeded(f"not verified within the {timeout:g}s deadline")))
+
+    def _idle_trim(self) -> None:
+        """When the last verification ends, hand freed heap memory back (in a worker thread)."""
+        if self.queue.depth == 0 and not self._trimming:
+            self._trimming = True
+            fut = asyncio.get_running_loop().run_in_executor(None, trim)
+            fut.add_done_callback(lambda _f: setattr(self, "_trimming", False))
 
     def answer_error(self, error: BaseException) -> ItemResult:
         """The unscored answer for a rollout rejected before verification (counted like the rest)."""

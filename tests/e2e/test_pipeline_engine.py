@@ -24,7 +24,12 @@ from verifier.pipeline import verify
 pytestmark = pytest.mark.engine
 
 TRAJ_ROOT = Path(__file__).resolve().parents[3] / "shared" / "data" / "trajectories"
-SAMPLES = sorted(p.name for p in TRAJ_ROOT.iterdir()) if TRAJ_ROOT.is_dir() else []
+#: Samples whose folder is not itself the run (and the loader options a run without its task needs).
+#: Of the agent-framework formats only BrowserGym, the smallest (3 steps), runs on the engine: the
+#: scripted judge covers all three end to end (tests/test_agent_formats_cli.py), CPU time is scarce.
+NESTED = {"browsergym-workarena-all-menu-4": "2024-12-18_12-49-54_DemoAgentArgs_on_workarena.servicenow.all-menu_4"}
+NOT_ON_ENGINE = {"browser-use-jakkaj-bfcl", "osworld-sec-eval-execute-binary"}
+SAMPLES = sorted(p.name for p in TRAJ_ROOT.iterdir() if p.name not in NOT_ON_ENGINE) if TRAJ_ROOT.is_dir() else []
 
 
 @pytest.fixture
@@ -36,7 +41,7 @@ async def spy(engine):
 
 @pytest.mark.parametrize("name", SAMPLES or [pytest.param("none", marks=pytest.mark.skip("no ../shared/data"))])
 async def test_real_sample_trajectory(name, engine, spy):
-    traj = load_trajectory(TRAJ_ROOT / name)
+    traj = load_trajectory(TRAJ_ROOT / name / NESTED.get(name, ""))
     result = await verify(traj, judge=spy)
     assert_plumbing(result, spy, traj, model=engine.model)
 

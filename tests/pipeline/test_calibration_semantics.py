@@ -217,3 +217,20 @@ async def test_without_a_declared_tool_list_no_6_2_is_made():
     res = await verify(make_traj(3), judge=judge)
     assert res.diagnosis.failure_points == []
     assert "Not declared. Action names this run used" in user(judge.requests_for("diagnosis_failures")[0])
+
+
+# ---- O13: a provided rubric is scored as given (no rubric call) ---------------------------------
+async def test_provided_rubric_replaces_the_rubric_call_and_its_profile_drives_the_rules():
+    from verifier.schemas import Rubric
+
+    given = Rubric.model_validate({
+        "criteria": [{"id": "c1", "name": "hours stated", "description": "d", "max_points": 4},
+                     {"id": "c2", "name": "cites the URL", "description": "phantom", "max_points": 3}],
+        "permission": {"permission": "no_critical_point"}})
+    judge = ScriptedJudge({"rescoring": rescore({"c1": 4, "c2": 3})})
+    res = await verify(make_traj(2), judge=judge, rubric=given)
+    assert "rubric" not in judge.stages() and "rubric" not in res.usage.per_stage
+    assert [c.name for c in res.criteria] == ["hours stated", "cites the URL"]
+    assert res.permission_profile and res.permission_profile["permission"] == "no_critical_point"
+    assert "This task has no critical point" in system(judge.requests_for("outcome")[0])
+    assert "cites the URL" in user(judge.requests_for("rescoring")[0])

@@ -218,7 +218,7 @@ def test_offline_score_writes_an_undecided_outcome_as_unscored(repo_root, tmp_pa
     the reason (and exit code 3), not a failed verdict."""
     import json
 
-    from verifier.cli import main, score_cmd
+    from cua_verifier.cli import main, score_cmd
 
     traj = repo_root / "examples" / "trajectories" / "library-hours-success"
     calls = iter([None, None, True])

@@ -23,7 +23,7 @@ def record_rollouts(prompts, completions, task_id=None, **kwargs):
 
 async def fake_verify(trajectory, config=None, *, judge, cache=None):
     """Stands in for verifier.pipeline.verify: score = steps/10, success if an answer was given."""
-    from reward.session import rollout_key
+    from verifier.session import rollout_key
 
     if isinstance(judge, FakeJudge):
         assert judge.loop is asyncio.get_running_loop(), "judge used on a loop it was not built on"

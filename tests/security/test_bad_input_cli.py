@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from cua_verifier.cli import build_parser, main, score_cmd
 from reward import RewardSettings
-from verifier.cli import build_parser, main, score_cmd
 from verifier.testing import ScriptedJudge
 from verifier.trajectory import Step, Task, Trajectory
 

@@ -20,8 +20,8 @@ from service_helpers import LoopbackJudge, Service, comparable, env, png, trajec
 
 from reward import clear_sessions
 from reward.remote import RemoteSettings, get_remote_session, make_remote_rewards
-from reward.session import VerifierSession
-from reward.settings import RewardSettings
+from verifier.session import VerifierSession
+from verifier.settings import RewardSettings
 
 
 def _body(traj, **kw):
@@ -92,7 +92,7 @@ def test_errors_name_their_cause_and_paths_stay_under_the_media_root(judge, tmp_
 
 
 def test_api_key_required_off_loopback_and_checked_when_set(judge):
-    cmd = [sys.executable, "-c", "from verifier.cli import main; raise SystemExit(main())", "serve-reward",
+    cmd = [sys.executable, "-c", "from cua_verifier.cli import main; raise SystemExit(main())", "serve-reward",
            "--host", "0.0.0.0", "--port", "0", "--judge-url", judge.url, "--model", "echo",
            "--api-key-env", "SR_TEST_NO_SUCH_KEY"]
     refused = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env(), timeout=60)

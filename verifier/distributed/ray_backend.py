@@ -22,9 +22,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ..cli._sources import Unscored, score_one
 from ..errors import ConfigError
 from ..records import ResultWriter, ScoreRecord, summarize
+from ..sources.items import Unscored, score_one
 from .shard import keyed, parse_shard, stable_bucket
 
 MAX_ATTEMPTS = 3
@@ -35,7 +35,7 @@ class VerifierActor:
     """One stage cache and judge client; `score` is async, so one actor verifies many rows at once."""
 
     def __init__(self, settings: Any) -> None:
-        from reward.session import VerifierSession
+        from ..session import VerifierSession
 
         self.session = VerifierSession(settings)
 
@@ -84,11 +84,13 @@ def _rows(args: argparse.Namespace, answer_tools: Any, outside: bool = False) ->
 
 
 def _source(args: argparse.Namespace, answer_tools: Any, outside: bool = False) -> Iterator[Any]:
-    from ..cli.score_dataset_cmd import DATA_SUFFIXES, _is_native_jsonl, iter_folder, iter_rows, load_rows
+    from ..options import single_run, task_options
+    from ..sources.rows import DATA_SUFFIXES, is_run_source, iter_folder, iter_rows, load_rows
 
     path = Path(args.source)
-    if path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl") and _is_native_jsonl(path)):
-        return iter_folder(path, outside)
+    if is_run_source(path):  # as `score-dataset` reads it without Ray, --task-file / --instruction included
+        options = task_options(args)
+        return iter(single_run(iter_folder(path, outside, options), options))
     import ray.data
 
     kind = DATA_SUFFIXES.get(path.suffix.lower()) if path.is_file() else None
@@ -168,7 +170,7 @@ def run_ray(args: argparse.Namespace, settings: Any, writer: ResultWriter, *,
 
 def score_on_ray(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
     """`score-dataset --ray`: the Ray run into the command's durable log, then the export to --out."""
-    from ..cli.score_dataset_cmd import log_path_for
+    from ..sources.rows import log_path_for
 
     try:
         import ray  # noqa: F401

@@ -77,6 +77,12 @@ class JudgeConfig(BaseModel):
     """...and so width*height is at most this (None: no limit). Both limits apply. The default is
     the largest preset's processor limit (Qwen3-VL: 1280 x 32 x 32): a 1440x900 capture is sent as
     its original bytes, with no decode or re-encode (the server resizes for the model anyway)."""
+    relevance_image_max_side: int | None = Field(default=None, ge=16)
+    """Longest side of the screenshots in the relevance fan-out (a coarse judgment: which
+    screenshots bear on which criterion), where every screenshot is sent once. None: as
+    `image_max_side` (the default, until the calibration suite shows a smaller size loses nothing).
+    Evidence, rescoring and outcome always get `image_max_side`. Savings measured in
+    docs/performance-scaling.md."""
     image_format: Literal["png", "jpeg"] = "png"
     """Encoding of screenshots that must be downscaled (JPEG: ~10x faster to encode and ~3x
     smaller than PNG, lossy on text); screenshots within the limits are sent as they are."""
@@ -85,6 +91,9 @@ class JudgeConfig(BaseModel):
     image_cache_size: int = Field(default=512, ge=0)
     """Encoded screenshots kept in memory (LRU, keyed by content hash): a GRPO group re-sends the
     same pages many times and each is encoded once."""
+    image_cache_mb: float = Field(default=256.0, ge=0)
+    """Bound on the bytes that cache holds (the URLs' text), whichever of the two limits comes first:
+    a count alone lets 512 full-size captures pin ~0.5 GB."""
     image_media_dir: str | None = None
     """Send screenshots as ``file://`` URLs of files written once (content-addressed) into this
     directory instead of base64 data URLs: for a vLLM judge on the same host started with

@@ -66,6 +66,7 @@ class Tally:
     attempts: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int | None = None  # None: the server never said
     latency_s: float = 0.0  # time spent in HTTP requests (not queueing, not backoff)
 
 
@@ -135,7 +136,8 @@ class EndpointPool:
             key = self.config.api_key()
             endpoints = [Endpoint(url=url, semaphore=asyncio.Semaphore(self.config.max_concurrency),
                                   breaker=self.breakers[url],
-                                  client=ChatClient(url, key, self.config.timeout_s, shared_ssl_context()))
+                                  client=ChatClient(url, key, self.config.timeout_s, shared_ssl_context(),
+                                                    connections=self.config.max_concurrency))
                          for url in self.config.base_urls]
             pool = _LoopPool(loop_ref=weakref.ref(loop), endpoints=endpoints)
             self._pools[id(loop)] = pool

@@ -44,7 +44,8 @@ from typing import Literal
 
 from PIL import Image
 
-from ..trajectory import Screenshot, sniff_mime
+from ..errors import ScreenshotError
+from ..trajectory import Screenshot
 from .jsonbody import JsonSafe
 
 log = logging.getLogger("cua_verifier.judge")
@@ -112,15 +113,90 @@ def prepare_ahead(screenshots: Iterable[Screenshot], prepare: Callable[[Screensh
     return done
 
 
+class VerdictCache:
+    """Verdicts of an image check by content hash: each distinct screenshot is checked once.
+
+    For the check that a screenshot really decodes (the hardening's ``verify_image_bytes``): a
+    GRPO group sends the same pages in every rollout, and a decode is the costliest thing the
+    service would do per screenshot (~35 ms for a 1440x900 PNG here), so its verdict, good or bad,
+    is kept by the sha256 the service computes anyway. Thread-safe; bounded LRU of `size` hashes.
+    """
+
+    def __init__(self, size: int = 8192) -> None:
+        self.size = size
+        self.checks = 0
+        self._verdicts: OrderedDict[str, str | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def verify(self, shot: Screenshot, check: Callable[[bytes], None]) -> None:
+        """Run `check(shot.bytes())` unless this content was judged before; a failure (a
+        `ScreenshotError` from `check`) is cached and raised again for every copy of the image."""
+        key = shot.sha256
+        with self._lock:
+            known = key in self._verdicts
+            verdict = self._verdicts.get(key)
+            if known:
+                self._verdicts.move_to_end(key)
+        if not known:
+            try:
+                check(shot.bytes())
+                verdict = None
+            except ScreenshotError as exc:
+                verdict = exc.reason
+            with self._lock:
+                self.checks += 1
+                self._verdicts[key] = verdict
+                while len(self._verdicts) > self.size:
+                    self._verdicts.popitem(last=False)
+        if verdict is not None:
+            raise ScreenshotError(verdict)
+
+
+#: The process's verdicts (the reward service checks every screenshot of every request here).
+VERDICTS = VerdictCache()
+
+
+def verify_once(shot: Screenshot, check: Callable[[bytes], None]) -> None:
+    """`check` the screenshot's bytes once per content hash in this process (see `VerdictCache`)."""
+    VERDICTS.verify(shot, check)
+
+
+def base64_size(url: str) -> int:
+    """Bytes encoded by a data URL's (validated) base64 payload."""
+    payload = len(url) - url.index(",") - 1
+    return payload * 3 // 4 - (url.endswith("==") + url.endswith("="))
+
+
+def passed_data_url(shot: Screenshot, mime: str) -> JsonSafe | None:
+    """The screenshot's own data URL, marked JSON-safe, when it can go to the judge as it came.
+
+    Only a ``data:<sniffed mime>;base64,`` URL whose payload `Screenshot.bytes` already decoded
+    with ``validate=True`` qualifies: its text is then the base64 alphabet only, safe to splice
+    into a request body unescaped. The marked copy replaces the screenshot's own string, so the
+    text is held once (the copy is a memcpy, far cheaper than base64-encoding the bytes again).
+    """
+    url = shot.data_url
+    if url is None or not url.startswith(f"data:{mime};base64,") or shot.known_sha256 is None:
+        return None
+    if type(url) is JsonSafe:
+        return url
+    safe = JsonSafe(url)
+    shot.data_url = safe
+    return safe
+
+
 class ImageEncoder:
     """Thread-safe LRU of prepared screenshots; `encodes` counts real decode+re-encode work,
     `prepared` every screenshot prepared (pass-through included)."""
 
     def __init__(self, *, max_side: int | None = 1280, max_pixels: int | None = None,
                  fmt: Literal["png", "jpeg"] = "png", jpeg_quality: int = 85,
-                 cache_size: int = 512, media_dir: str | Path | None = None) -> None:
+                 cache_size: int = 512, cache_bytes: int = 256 * 2**20,
+                 media_dir: str | Path | None = None) -> None:
         self.max_side, self.max_pixels = max_side, max_pixels
         self.fmt, self.jpeg_quality, self.cache_size = fmt, jpeg_quality, cache_size
+        self.cache_bytes = cache_bytes  # bound on the URLs held (data URLs are the image's size x 4/3)
+        self.cached_bytes = 0
         self.media_dir = Path(media_dir).resolve() if media_dir else None
         if self.media_dir is not None:
             self.media_dir.mkdir(parents=True, exist_ok=True)
@@ -169,24 +245,30 @@ class ImageEncoder:
             with self._lock:  # publish before un-registering, so no latecomer encodes again
                 self.prepared += 1
                 self.encodes += not encoded.passed_through
-                if self.cache_size > 0:
+                if self.cache_size > 0 and len(encoded.url) <= self.cache_bytes:
                     self._cache[key] = encoded
                     self._cache.move_to_end(key)
-                    while len(self._cache) > self.cache_size:
-                        self._cache.popitem(last=False)
+                    self.cached_bytes += len(encoded.url)
+                    while len(self._cache) > self.cache_size or self.cached_bytes > self.cache_bytes:
+                        _, gone = self._cache.popitem(last=False)
+                        self.cached_bytes -= len(gone.url)
                 self._pending.pop(key, None)
         return encoded
 
     def within_limits(self, shot: Screenshot) -> bool:
         """True when `shot` can be sent as its own bytes (header read only, no pixel decode)."""
         w, h = shot.size()
-        return target_size(w, h, self.max_side, self.max_pixels) == (w, h) and \
-            sniff_mime(shot.bytes()) in PASS_THROUGH
+        return target_size(w, h, self.max_side, self.max_pixels) == (w, h) and shot.mime() in PASS_THROUGH
 
     def _encode(self, shot: Screenshot, key: str) -> EncodedImage:
         if self.within_limits(shot):
-            data, mime = shot.bytes(), sniff_mime(shot.bytes()) or "image/png"
+            mime = shot.mime() or "image/png"
             (w, h), passed = shot.size(), True
+            url = passed_data_url(shot, mime) if self.media_dir is None else None
+            if url is not None:  # the client's own base64 text, byte for byte: no decode, no encode
+                return EncodedImage(sha256=key, source_sha256=key, url=url, width=w, height=h,
+                                    nbytes=base64_size(url), passed_through=True)
+            data = shot.bytes()
         else:
             img = shot.image()
             w, h = target_size(img.width, img.height, self.max_side, self.max_pixels)

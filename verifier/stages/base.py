@@ -19,6 +19,12 @@ from ..cache import StageCache
 from ..config import VerifierConfig
 from ..errors import JudgeError
 from ..judge.base import ImagePart, Judge, Sampling, Usage
+
+
+def _known_sum(values: Iterable[int | None]) -> int | None:
+    """Sum of the counts a server reported; None when it reported none of them."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 from ..prompts import PromptInfo, render
 from ..rendering import SYSTEM_TEMPLATE, infos, messages, system_prompt
 from ..result import DegradedStage, StageUsage, UsageSummary
@@ -49,6 +55,8 @@ class Ledger:
         if usage is not None:
             s.prompt_tokens += usage.prompt_tokens
             s.completion_tokens += usage.completion_tokens
+            if usage.cached_prompt_tokens is not None:
+                s.cached_prompt_tokens = (s.cached_prompt_tokens or 0) + usage.cached_prompt_tokens
             s.latency_s += usage.latency_s
             s.cache_hits += int(bool(getattr(usage, "cached", False)))  # the judge's reply cache
         if model:
@@ -72,6 +80,7 @@ class Ledger:
         st = self.per_stage.values()
         return UsageSummary(calls=sum(s.calls for s in st), prompt_tokens=sum(s.prompt_tokens for s in st),
                             completion_tokens=sum(s.completion_tokens for s in st),
+                            cached_prompt_tokens=_known_sum(s.cached_prompt_tokens for s in st),
                             latency_s=round(sum(s.latency_s for s in st), 3), wall_s=round(wall_s, 3),
                             rounds=self.rounds(), per_stage=dict(self.per_stage))
 
@@ -86,6 +95,7 @@ class Run:
     cache: StageCache
     ledger: Ledger = field(default_factory=Ledger)
     rubric: Rubric | None = None
+    provided_rubric: Rubric | None = None  # scored as given: no rubric call (verify(rubric=...))
     shared: str = ""  # shared prompt prefix (task, rubric, history, final answer)
     background: list[asyncio.Task] = field(default_factory=list)
 

@@ -215,6 +215,7 @@ def usage_view(res: dict) -> dict:
                         "cache_hits",
                         "failed_calls",
                         "prompt_tokens",
+                        "cached_prompt_tokens",
                         "completion_tokens",
                         "latency_s",
                         "round",
@@ -224,9 +225,25 @@ def usage_view(res: dict) -> dict:
         )
     totals = {
         k: num(u.get(k))
-        for k in ("calls", "prompt_tokens", "completion_tokens", "latency_s", "wall_s", "rounds")
+        for k in ("calls", "prompt_tokens", "cached_prompt_tokens", "completion_tokens", "latency_s", "wall_s",
+                  "rounds")
     }
     return {"totals": totals, "stages": stages}
+
+
+def other_verdicts_view(record: dict, trajectory: Any) -> dict:
+    """The agent's claim and the environment's score, from the record (or the trajectory): shown
+    beside the verifier's verdict, labelled as theirs."""
+    others = d(record.get("other_verdicts"))
+    if not others and trajectory is not None and hasattr(trajectory, "other_verdicts"):
+        others = trajectory.other_verdicts()
+    claim, env = d(others.get("agent_claim")), d(others.get("env_score"))
+    return {
+        "agent_claim": {"success": claim.get("success") if isinstance(claim.get("success"), bool) else None,
+                        "source": text(claim.get("source"))} if claim else None,
+        "env_score": {"score": num(env.get("score")), "success": env.get("success") is True,
+                      "source": text(env.get("source"))} if env else None,
+    }
 
 
 def rollout_view(
@@ -282,6 +299,7 @@ def rollout_view(
         "has_trajectory": trajectory is not None,
         "n_shots": len(shots_meta),
         "outcome": outcome,
+        **other_verdicts_view(record, trajectory),
         "votes": votes,
         "outcome_reasoning": text(res.get("outcome_reasoning")),
         "primary_intent": text(res.get("primary_intent")),
