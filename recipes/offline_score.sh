@@ -11,7 +11,7 @@
 #         optional CUA_VERIFIER_CONFIG=settings.json (see reward/README.md).
 #
 # Examples:
-#   CUA_JUDGE_URL=http://judge:8010/v1 CUA_JUDGE_MODEL=uv-judge \
+#   CUA_JUDGE_URL=http://judge:8010/v1 CUA_JUDGE_MODEL=judge \
 #     recipes/offline_score.sh examples/trajectories results/examples.jsonl
 #   recipes/offline_score.sh microsoft/CUAVerifierBench results/cuavb.parquet \
 #     --name trajectories --split fara7b_om2w_browserbase --streaming --concurrency 16

@@ -27,6 +27,8 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 # it (not root) the tier skips locally and fails under CI=true.
 bash browser_env/setup_chromium.sh || echo "warning: no Chromium: the browser tier (tests/env) cannot run" >&2
 export CUA_REQUIRE_BROWSER="${CUA_REQUIRE_BROWSER:-1}"   # the browser tier fails rather than skips here
+# verl and OpenRLHF test environments (tests/frameworks), each on top of .venv: about 2-3 min once, then cached
+if [ "$fast" = 0 ]; then bash tests/frameworks/setup_envs.sh; fi
 
 if [ "$engine" = 1 ]; then
   .venv/bin/cua-verifier setup-judge-env --variant cpu

@@ -220,6 +220,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         task_id=trajectory.task.id, task=trajectory.task.instruction,
         process_score=score, process_score_before_penalties=before,
         process_success=process_success(score, cfg.process_threshold), action_only_score=action_score,
+        grounded=bool(trajectory.screenshots),
         hallucination_suspected=hallucination_suspected(action_score, before, gap=cfg.hallucination_gap),
         rescoring_scores=run_scores, outcome_success=success, outcome_votes=votes,
         outcome_reasoning=reasoning, primary_intent=chosen.primary_intent, nitpicks=chosen.nitpicks,

@@ -199,6 +199,10 @@ class VerificationResult(BaseModel):
     """`process_score >= config.process_threshold`; None when there is no process score."""
     action_only_score: float | None = None
     hallucination_suspected: bool = False
+    grounded: bool = False
+    """True when the judge saw screenshots of the run. False is action-only mode: with no
+    screenshots the verdict rests on the agent's own account of its actions, which a policy could
+    game by claiming success, so trainers log it (`uv_grounded`) and can refuse such rows."""
     rescoring_scores: list[float] = Field(default_factory=list)
     outcome_success: bool
     outcome_votes: list[bool | None] = Field(default_factory=list)

@@ -130,6 +130,9 @@ class RewardSettings(BaseModel):
     none_if_degraded: frozenset[str] = Field(
         default=frozenset({"rescoring", "side_effects"}),
         description="degraded stages whose result is too weak to train on: the reward is None")
+    require_screenshots: bool = Field(default=False, description=(
+        "refuse a rollout without screenshots (its reward is None) instead of verifying it in "
+        "action-only mode on the agent's own account (logged as uv_grounded = 0)"))
 
     @field_serializer("none_if_degraded")
     def _sorted_stages(self, stages: frozenset[str]) -> list[str]:

@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from verifier.errors import CuaVerifierError
 from verifier.settings import RewardSettings
 
 from .body import BadBody, read_model
@@ -184,24 +185,29 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         return BatchResponse(results=items).model_dump()
 
     @app.post("/v1/openrlhf")
-    async def openrlhf(request: Request, reward: str = "combined", on_failure: str = "error") -> Any:
-        """OpenRLHF's remote-RM body; `?reward=combined|process|outcome&on_failure=error|<number>`."""
+    async def openrlhf(request: Request, reward: str = "combined", on_failure: str | None = None,
+                       require_screenshots: bool = False) -> Any:
+        """OpenRLHF's remote-RM body; `?reward=combined|process|outcome&on_failure=error|<number>`
+        (a number by default: OpenRLHF swallows errors, see reward.openrlhf). Bad input is 422,
+        which OpenRLHF does not retry; a verifier failure on valid rows is 502."""
         body = await read_model(request, OpenRLHFRequest)
-        from reward.openrlhf import records_from_request, rewards_from_items
-        from reward.remote import RemoteError
+        from reward.openrlhf import DEFAULT_ON_FAILURE, records_from_request, rewards_from_items, ungrounded
 
         if len(body.query) > min(config.max_batch, config.queue_size):
             return _error(413, "too_large", f"batch of {len(body.query)} over --max-batch {config.max_batch}")
         records = records_from_request(body.query, body.prompts, body.labels)
+        if require_screenshots or settings.require_screenshots:
+            records = [ungrounded(r) for r in records]
         good = [r for r in records if isinstance(r, dict)]
         scored = iter(await service.verify_records(good, None) if good else [])
         items = [(next(scored) if isinstance(r, dict) else service.answer_error(r)).model_dump() for r in records]
         try:
-            return rewards_from_items(items, kind=reward, on_failure=on_failure,
+            return rewards_from_items(items, kind=reward, on_failure=on_failure or DEFAULT_ON_FAILURE,
                                       none_if_degraded=settings.none_if_degraded,
                                       weight=settings.combined_process_weight)
-        except RemoteError as exc:
-            return _error(502, exc.error_type, exc.message)
+        except CuaVerifierError as exc:  # RemoteError: rows unscored under on_failure=error
+            return _error(getattr(exc, "status", None) or 502, getattr(exc, "error_type", "Unscored"),
+                          getattr(exc, "message", str(exc)))
         except ValueError as exc:
             return _error(422, "invalid_request", str(exc))
 

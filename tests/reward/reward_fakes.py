@@ -35,6 +35,7 @@ async def fake_verify(trajectory, config=None, *, judge, cache=None):
         raise JudgeUnavailableError("connection refused", stage="rubric")
     return {"task_id": trajectory.task.id, "process_score": min(len(trajectory.steps) / 10, 1.0),
             "outcome_success": trajectory.final_answer is not None,
+            "grounded": bool(trajectory.screenshots),
             "outcome_reasoning": f"answer={trajectory.final_answer!r}",
             "diagnosis": {"first_failure_step": 2},
             "degraded": [],

@@ -9,12 +9,12 @@ import pytest
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
-from reward.settings import RewardSettings
 from service_helpers import LoopbackJudge, png, trajectory
 
 from serving.reward_service.budget import ByteBudget
 from serving.reward_service.config import ServiceConfig
 from verifier.judge.images import ImageEncoder
+from verifier.settings import RewardSettings
 from verifier.trajectory import Screenshot
 
 

@@ -25,6 +25,7 @@ KNOWN_FIELDS = {
     "process_success",
     "action_only_score",
     "hallucination_suspected",
+    "grounded",
     "rescoring_scores",
     "outcome_success",
     "outcome_votes",
@@ -314,6 +315,7 @@ def rollout_view(
         "action_only": num(res.get("action_only_score")),
         "rescoring": [num(x) for x in lst(res.get("rescoring_scores"))],
         "hallucination": res.get("hallucination_suspected") is True,
+        "ungrounded": res.get("grounded") is False,  # action-only mode: no screenshots were judged
         "nitpicks": [text(x) for x in lst(res.get("nitpicks"))],
         "critical_issues": [text(x) for x in lst(res.get("critical_issues"))],
         "critical_point_violation": res.get("critical_point_violation") is True,
