@@ -173,7 +173,7 @@ def test_verl_unscored_rollouts_raise_by_default(monkeypatch):
 
     monkeypatch.delenv("CUA_VERL_ON_FAILURE", raising=False)
     sent: dict = {}
-    monkeypatch.setattr(verl, "post_openrlhf", lambda body, params: sent.update(params) or
+    monkeypatch.setattr(verl, "post_openrlhf", lambda body, params, url=None: sent.update(params) or
                         {"rewards": [0.5], "extra_logs": {"uv_unscored": [0.0]}})
     verl.compute_score("cua", "answer", "find the hours")
     assert sent["on_failure"] == "error"
