@@ -16,6 +16,7 @@ SUBCOMMANDS = [
     "verifier.cli.bench_cmd",
     "verifier.cli.calibrate_cmd",
     "verifier.cli.view_cmd",
+    "verifier.cli.check_judge_cmd",
     "serving.cli",
     "serving.reward_service.cli",
 ]

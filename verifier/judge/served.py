@@ -197,6 +197,8 @@ def discover(base_url: str, model: str, *, api_key: str = "EMPTY", context_token
         facts.context_tokens, facts.context_source = context_tokens, "config"
     elif facts.context_tokens is None and facts.preset is not None:
         facts.context_tokens, facts.context_source = limits.max_model_len, "preset"
+    if facts.context_tokens is None:
+        return facts  # nothing to budget against: no need to count tokens
     url = server_root(base_url) + "/tokenize"
     try:
         body = _post_json(url, {"model": model, "prompt": "probe"}, api_key, timeout_s)

@@ -1,0 +1,274 @@
+"""`check-judge`: probe a judge endpoint in seconds for what would make a real run fail.
+
+Why: a user's first hour with a new judge is mostly misconfiguration (too few images per prompt, a
+context too short for the largest call, a schema the structured-output backend rejects, a wrong
+served model name), and each surfaced as unscored records after a long run (issue 19 §2). Each
+check here prints one line with the fix (a `serve-judge` flag or a config key). A check a
+non-vLLM endpoint cannot answer is "unknown", never "fail".
+
+The facts (context, tokenizer, image cost) come from `verifier.judge.served`, the same module the
+run's budget (`verifier.budget`) reads, so the check and the run agree; `score` calls
+`refuse_doomed_run` before it starts.
+"""
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from PIL import Image
+from pydantic import BaseModel
+
+from .budget import Budget, ContextOverflowError, Parts
+from .config import VerifierConfig
+from .errors import ConfigError, JudgeError
+from .judge.base import ImagePart, Message
+from .judge.config import JudgeConfig
+from .judge.schema import json_schema_for, reply_token_budget
+from .judge.served import ServedModel, discover_for, server_root
+from .narrowing import for_call
+from .rendering import JOB_HEADING, image_part, shared_context, system_prompt
+from .schemas import (
+    ActionScores,
+    ConditionDecision,
+    EvidenceBatch,
+    FailureReport,
+    Outcome,
+    RelevanceBatch,
+    Rescoring,
+    RubricDraft,
+    SideEffects,
+    TaskValidity,
+)
+from .trajectory import Screenshot, Step, Task, Trajectory
+
+Status = Literal["pass", "fail", "unknown"]
+_IDS = ("c1", "c2", "c3")
+_MAX_IMAGES = re.compile(r"At most (\d+) image", re.IGNORECASE)
+
+
+@dataclass
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        tail = f" -- fix: {self.fix}" if self.fix and self.status == "fail" else ""
+        return f"{self.status.upper():7} {self.name}: {self.detail}{tail}"
+
+
+def stage_schemas() -> dict[str, type[BaseModel]]:
+    """Every stage's output model as a run sends it (narrowed to a 3-criterion rubric)."""
+    return {"rubric": RubricDraft, "relevance": for_call(RelevanceBatch, _IDS, (1,)),
+            "evidence": for_call(EvidenceBatch, _IDS), "conditions": for_call(ConditionDecision, _IDS),
+            "action_scoring": for_call(ActionScores, _IDS), "rescoring": for_call(Rescoring, _IDS),
+            "side_effects": SideEffects, "outcome": Outcome, "diagnosis_failures": FailureReport,
+            "diagnosis_validity": TaskValidity}
+
+
+def images_per_call(cfg: VerifierConfig, traj: Trajectory | None) -> int:
+    """The most images one call of the pipeline sends (relevance batches, final screenshots)."""
+    n = max(cfg.relevance_batch_size, cfg.final_screenshots, 1)
+    return min(n, len(traj.distinct_screenshots())) if traj is not None and traj.screenshots else n
+
+
+def default_trajectory(steps: int = 50) -> Trajectory:
+    """A plain long run for the context check when none is given (1280x800 screenshots)."""
+    shots = [Screenshot.from_image(Image.new("RGB", (1280, 800), (i * 5 % 255, 90, 160)), step=i)
+             for i in range(steps + 1)]
+    return Trajectory(
+        task=Task(id="check-judge", instruction="Find the cheapest flight from Paris to Rome next Friday."),
+        steps=[Step(index=i, action="click", arguments={"selector": f"#result-{i} > a.button"},
+                    thought="The page lists flights; I compare prices and move to the next page. " * 4,
+                    url=f"https://flights.example/search?page={i}") for i in range(1, steps + 1)],
+        screenshots=shots, final_answer="The cheapest flight costs 49 EUR (Ryanair, 07:10).")
+
+
+def largest_call(facts: ServedModel, judge_cfg: JudgeConfig, cfg: VerifierConfig, traj: Trajectory,
+                 reserve: int) -> tuple[int, list[str], ContextOverflowError | None]:
+    """(estimated prompt tokens as sent, shrink steps, overflow) of the rescoring call (the largest:
+    shared context with the history, evidence, final screenshots), budgeted as a run would."""
+    assert facts.context_tokens is not None
+    budget = Budget(facts, facts.context_tokens, judge_cfg.image_max_side, judge_cfg.image_max_pixels)
+    nums = sorted(max(v) for v in traj.distinct_screenshots().values())[-cfg.final_screenshots:] \
+        if cfg.final_screenshots and traj.screenshots else []
+    images: list[ImagePart] = [image_part(traj, n) for n in nums]
+    evidence = "## Screenshot evidence\n" + "  Screenshot 1: shows: a results page | claims vs pixels: ok\n" * 15
+    parts = Parts(system_prompt(None).text, shared_context(traj, cfg, None), JOB_HEADING + "\n" + "x" * 4000,
+                  evidence, images)
+    try:
+        got = budget.fit(parts, reserve=reserve, stage="rescoring",
+                         shared_at=lambda c: shared_context(traj, cfg, None, cut=c), images_droppable=True)
+    except ContextOverflowError as exc:
+        return exc.needed - reserve, [], exc
+    return got.tokens_after, got.cuts, None
+
+
+def _png(side: int = 56) -> str:
+    import base64
+    buf = io.BytesIO()
+    Image.new("RGB", (side, side), (200, 30, 30)).save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _raw_call(judge_cfg: JudgeConfig, content: list[dict[str, Any]]) -> tuple[int, str, float]:
+    """One tiny chat call (1 reply token): (HTTP status, error text, seconds)."""
+    body = {"model": judge_cfg.model, "max_tokens": 1, "temperature": 0,
+            "messages": [{"role": "user", "content": content}]}
+    req = urllib.request.Request(judge_cfg.base_urls[0] + "/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": f"Bearer {judge_cfg.api_key()}"})
+    t0 = time.perf_counter()
+    try:
+        with urllib.request.urlopen(req, timeout=judge_cfg.timeout_s) as resp:
+            resp.read()
+            return resp.status, "", time.perf_counter() - t0
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(4096).decode("utf-8", "replace"), time.perf_counter() - t0
+    except (urllib.error.URLError, OSError) as exc:
+        return 0, str(exc), time.perf_counter() - t0
+
+
+def _images_check(judge_cfg: JudgeConfig, n: int) -> Check:
+    content = [{"type": "text", "text": "Describe."}] + [{"type": "image_url", "image_url": {"url": _png()}}] * n
+    status, text, _ = _raw_call(judge_cfg, content)
+    name = f"{n} image(s) in one call" if n > 1 else "image part accepted"
+    if status == 200:
+        return Check(name, "pass", "accepted")
+    limit = _MAX_IMAGES.search(text)
+    if limit:
+        return Check(name, "fail", f"the server allows {limit.group(1)} image(s) per prompt; the pipeline sends "
+                     f"up to {n}", f"serve-judge --max-images {max(n, 16)} (vLLM --limit-mm-per-prompt "
+                     f"'{{\"image\": {max(n, 16)}}}'), or lower final_screenshots/relevance_batch_size")
+    return Check(name, "fail", f"HTTP {status}: {text[:300]}",
+                 "serve a vision-language model (serve-judge --preset ...) or check the endpoint")
+
+
+async def _schema_checks(judge_cfg: JudgeConfig) -> list[Check]:
+    from .judge.openai_compat import OpenAICompatJudge
+
+    judge = OpenAICompatJudge(judge_cfg.model_copy(update={"transport_retries": 0, "reask_retries": 1,
+                                                           "cache_dir": None, "breaker_failures": 0}))
+    msgs = [Message.system("You test a JSON interface."),
+            Message.user("Write one short, valid reply for this interface. Criterion ids are c1, c2, c3; "
+                         "the only screenshot is number 1; the trajectory has 3 steps.")]
+
+    async def one(stage: str, model: type[BaseModel]) -> Check:
+        try:
+            await judge.complete(msgs, model, stage=f"check:{stage}")
+            return Check(f"schema {stage}", "pass", "accepted and answered validly")
+        except JudgeError as exc:
+            text = str(exc)
+            if "400" in text or "schema" in text.lower() or "grammar" in text.lower():
+                return Check(f"schema {stage}", "fail", f"rejected: {text[:240]}",
+                             "serve-judge --structured-outputs-backend guidance, or config "
+                             "structured_output=json_object for a provider without json_schema")
+            return Check(f"schema {stage}", "fail", f"{type(exc).__name__}: {text[:240]}",
+                         "config max_tokens_cap / sampling.max_tokens large enough for the stage's reply")
+    try:
+        return list(await asyncio.gather(*(one(s, m) for s, m in stage_schemas().items())))
+    finally:
+        await judge.aclose()
+
+
+def _metric(text: str, name: str) -> float | None:
+    found = [float(m.group(1)) for m in re.finditer(rf"^{re.escape(name)}(?:\{{[^}}]*\}})?\s+([0-9.eE+-]+)$",
+                                                    text, re.MULTILINE)]
+    return sum(found) if found else None
+
+
+def _prefix_cache_check(judge_cfg: JudgeConfig) -> Check:
+    name = "prefix caching"
+    try:
+        req = urllib.request.Request(server_root(judge_cfg.base_urls[0]) + "/metrics",
+                                     headers={"Authorization": f"Bearer {judge_cfg.api_key()}"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            text = resp.read(1 << 22).decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError):
+        return Check(name, "unknown", "no /metrics endpoint (not vLLM?)")
+    queries = _metric(text, "vllm:prefix_cache_queries_total")
+    hits = _metric(text, "vllm:prefix_cache_hits_total")
+    if queries is None or hits is None:
+        return Check(name, "unknown", "/metrics reports no prefix-cache counters")
+    if queries > 0 and hits == 0:
+        return Check(name, "fail", f"{queries:.0f} tokens queried, none served from the cache after calls that "
+                     "share a prefix", "serve-judge enables it (vLLM --enable-prefix-caching)")
+    return Check(name, "pass", f"{hits:.0f} of {queries:.0f} queried tokens served from the cache")
+
+
+def run_checks(judge_cfg: JudgeConfig, cfg: VerifierConfig | None = None,
+               trajectory: Trajectory | None = None) -> list[Check]:
+    """Every check, in order; a model that is not served skips the calls that would only 404."""
+    cfg = cfg or VerifierConfig()
+    facts = discover_for(judge_cfg)
+    out: list[Check] = []
+    if facts.listed is None:
+        out.append(Check("model listed", "unknown", "the server lists no models"))
+    elif facts.listed:
+        out.append(Check("model listed", "pass", f"{judge_cfg.model!r} is served ({facts.server_kind})"))
+    else:
+        served = ", ".join(facts.listed_models) or "nothing"
+        out.append(Check("model listed", "fail", f"{judge_cfg.model!r} is not served (served: {served})",
+                         f"pass --model {facts.listed_models[0] if facts.listed_models else 'NAME'} "
+                         "(config key judge.model), or serve-judge --served-model-name "
+                         f"{judge_cfg.model}"))
+        return out
+    status, text, latency = _raw_call(judge_cfg, [{"type": "text", "text": "Say OK."}])
+    if status != 200:
+        out.append(Check("latency of one call", "fail", f"HTTP {status}: {text[:240]}",
+                         "is the server up and the key right (api_key_env)?"))
+        return out
+    out.append(_context_check(facts, judge_cfg, cfg, trajectory))
+    out.append(_images_check(judge_cfg, 1))
+    n = images_per_call(cfg, trajectory)
+    if n > 1:
+        out.append(_images_check(judge_cfg, n))
+    out.extend(asyncio.run(_schema_checks(judge_cfg)))
+    out.append(_prefix_cache_check(judge_cfg))
+    out.append(Check("latency of one call", "pass", f"{latency:.2f} s for a 1-token reply"))
+    return out
+
+
+def _context_check(facts: ServedModel, judge_cfg: JudgeConfig, cfg: VerifierConfig,
+                   trajectory: Trajectory | None) -> Check:
+    name = "largest prompt fits the context"
+    if facts.context_tokens is None:
+        return Check(name, "unknown", "the server reports no context length (set config judge.context_tokens "
+                     "or judge.preset)")
+    traj = trajectory or default_trajectory()
+    reserve = reply_token_budget(json_schema_for(for_call(Rescoring, _IDS)), floor=judge_cfg.sampling.max_tokens,
+                                 cap=judge_cfg.max_tokens_cap)
+    tokens, cuts, overflow = largest_call(facts, judge_cfg, cfg, traj, reserve)
+    how = f"{facts.tokenizer_source} tokenizer, {len(traj.steps)} steps"
+    if overflow is not None:
+        fix = str(overflow).split("Fix: ", 1)[-1]
+        return Check(name, "fail", f"the rescoring call needs {overflow.needed} tokens with its reply; the "
+                     f"context is {facts.context_tokens} ({how})", fix)
+    shrunk = f", after {', '.join(cuts)}" if cuts else ""
+    return Check(name, "pass", f"{tokens} + {reserve} reply tokens of {facts.context_tokens}{shrunk} ({how})")
+
+
+def refuse_doomed_run(judge: Any, trajectory: Trajectory | None = None, cfg: VerifierConfig | None = None) -> None:
+    """Raise ConfigError before a run the facts say will fail: the model is not served, or the
+    trajectory's largest call cannot fit the context even fully shrunk. No judge call is made."""
+    judge_cfg = getattr(judge, "config", None)
+    if not isinstance(judge_cfg, JudgeConfig):
+        return
+    facts = discover_for(judge_cfg)
+    if facts.listed is False:
+        raise ConfigError(f"the judge does not serve {judge_cfg.model!r} (it serves "
+                          f"{', '.join(facts.listed_models)}): pass --model with one of those, or serve "
+                          f"with --served-model-name {judge_cfg.model}. `cua-verifier check-judge` checks it all")
+    if facts.context_tokens is None or trajectory is None:
+        return
+    check = _context_check(facts, judge_cfg, cfg or VerifierConfig(), trajectory)
+    if check.status == "fail":
+        raise ConfigError(f"this run cannot fit the judge's context: {check.detail}. Fix: {check.fix}")
