@@ -97,11 +97,13 @@ class Budget:
             w, h = shot.size()
             w, h = target_size(w, h, self.image_max_side, self.image_max_pixels)
             self._image_tokens[key] = self.served.image_tokens(w, h)
-        label = self.served.tokenizer.count(part.label) if part.label else 0
+        label = len(part.label.encode("utf-8")) if part.label else 0
         return self._image_tokens[key] + label + PART_OVERHEAD
 
-    def prompt_tokens(self, p: Parts) -> int:
-        count = self.served.tokenizer.count
+    def prompt_tokens(self, p: Parts, *, bound: bool = False) -> int:
+        """Estimated prompt tokens; `bound`: the UTF-8 byte count of the text instead (an upper
+        bound for byte-level BPE, free to compute: most calls fit by it and need no count)."""
+        count = _bytes if bound else self.served.tokenizer.count
         texts = [t for t in (p.shared, p.instructions, p.per_call) if t]
         return (2 * MESSAGE_OVERHEAD + count(p.system) + sum(count(t) + PART_OVERHEAD for t in texts)
                 + sum(self.image_tokens(i) for i in p.images))
@@ -116,9 +118,11 @@ class Budget:
             ContextOverflowError: not even the smallest form of the call fits.
         """
         limit = self.context - reserve
-        before = now = self.prompt_tokens(parts)
         cuts: list[str] = []
         dropped = 0
+        if (upper := self.prompt_tokens(parts, bound=True)) <= limit:
+            return Fitted(parts, cuts, upper, upper)  # fits even counting a token per byte
+        before = now = self.prompt_tokens(parts)
         if now <= limit:
             return Fitted(parts, cuts, before, now)
         cut = 0
@@ -156,6 +160,10 @@ class Budget:
         if splittable:
             raise SplitNeeded(msg, stage=stage, needed=needed, context=self.context)
         raise ContextOverflowError(msg, stage=stage, needed=needed, context=self.context)
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8"))
 
 
 def halves(items: Sequence[Any]) -> list[list[Any]]:

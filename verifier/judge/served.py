@@ -115,6 +115,7 @@ class RemoteTokenizer:
     exact_above: int = 2000  # bytes; below this the byte bound is close enough
     _cache: OrderedDict[str, int] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _pending: dict[str, threading.Lock] = field(default_factory=dict)
 
     def count(self, text: str) -> int:
         n_bytes = len(text.encode("utf-8"))
@@ -124,13 +125,22 @@ class RemoteTokenizer:
         with self._lock:
             if key in self._cache:
                 return self._cache[key]
-        body = _post_json(self.url, {"model": self.model, "prompt": text, "add_special_tokens": False},
-                          self.api_key, self.timeout_s)
-        n = int(body["count"]) if isinstance(body, dict) and "count" in body else n_bytes
-        with self._lock:
-            self._cache[key] = n
-            while len(self._cache) > 256:
-                self._cache.popitem(last=False)
+            flight = self._pending.setdefault(key, threading.Lock())
+        with flight:  # single flight: 150 relevance calls share one context, counted once
+            with self._lock:
+                if key in self._cache:
+                    return self._cache[key]
+            try:
+                body = _post_json(self.url, {"model": self.model, "prompt": text, "add_special_tokens": False},
+                                  self.api_key, self.timeout_s)
+                n = int(body["count"]) if isinstance(body, dict) and "count" in body else n_bytes
+            except (urllib.error.URLError, OSError, ValueError):
+                return n_bytes  # the endpoint hiccuped: the byte bound is safe (and not cached)
+            with self._lock:
+                self._cache[key] = n
+                self._pending.pop(key, None)
+                while len(self._cache) > 256:
+                    self._cache.popitem(last=False)
         return n
 
 
