@@ -21,7 +21,7 @@ import asyncio
 from PIL import Image
 
 from verifier import VerifierConfig, verify
-from verifier.budget import Budget, Parts
+from verifier.budget import Budget, Parts, reply_reserve
 from verifier.errors import JudgeError
 from verifier.judge.schema import json_schema_for, reply_token_budget
 from verifier.judge.served import PRESET_LIMITS, CharBoundTokenizer, ServedModel
@@ -49,7 +49,8 @@ def _tokens(budget: Budget, request) -> int:
     texts = [p.text for p in user.content if p.type == "text"]
     parts = Parts(system.content[0].text, texts[0], texts[1] if len(texts) > 1 else "", "\n".join(texts[2:]),
                   [p for p in user.content if p.type == "image"])
-    reserve = reply_token_budget(json_schema_for(request.output_model), floor=2048, cap=8192)
+    asked = reply_token_budget(json_schema_for(request.output_model), floor=2048, cap=8192)
+    reserve = reply_reserve(request.output_model, asked)  # what the budget keeps free for the reply
     return budget.prompt_tokens(parts) + reserve
 
 

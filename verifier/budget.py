@@ -28,6 +28,7 @@ from typing import Any
 from .errors import JudgeError
 from .judge.base import ImagePart
 from .judge.images import target_size
+from .judge.schema import json_schema_for, reply_token_budget
 from .judge.served import ServedModel, fitting_presets
 
 STEPS = ("compress_thoughts", "shorten_older_thoughts", "drop_repeated_evidence", "fewer_screenshots",
@@ -160,6 +161,15 @@ class Budget:
         if splittable:
             raise SplitNeeded(msg, stage=stage, needed=needed, context=self.context)
         raise ContextOverflowError(msg, stage=stage, needed=needed, context=self.context)
+
+
+def reply_reserve(output_model: type, asked: int) -> int:
+    """Context kept free for the reply: the `asked` max_tokens, or the output schema's worst case
+    (every bounded field full) where that is smaller. Under constrained decoding a valid reply
+    cannot be longer, and vLLM (>= 0.32) clamps a larger max_tokens to the room the prompt leaves,
+    so reserving a configured floor above the worst case (8192 on the demo judge) would only
+    shrink prompts for nothing."""
+    return reply_token_budget(json_schema_for(output_model), floor=1, cap=asked)
 
 
 def _bytes(text: str) -> int:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from PIL import Image
 from pydantic import BaseModel
 
-from .budget import Budget, ContextOverflowError, Parts
+from .budget import Budget, ContextOverflowError, Parts, reply_reserve
 from .config import VerifierConfig
 from .errors import ConfigError, JudgeError
 from .judge.base import ImagePart, Message
@@ -168,6 +168,10 @@ async def _schema_checks(judge_cfg: JudgeConfig) -> list[Check]:
             return Check(f"schema {stage}", "pass", "accepted and answered validly")
         except JudgeError as exc:
             text = str(exc)
+            if "max_model_len" in text or "context length" in text or "maximum context" in text:
+                return Check(f"schema {stage}", "fail", f"the reply does not fit the context: {text[:240]}",
+                             "serve-judge --max-model-len (a longer context), or a smaller config "
+                             "max_tokens_cap")
             if "400" in text or "schema" in text.lower() or "grammar" in text.lower():
                 return Check(f"schema {stage}", "fail", f"rejected: {text[:240]}",
                              "serve-judge --structured-outputs-backend guidance, or config "
@@ -269,8 +273,10 @@ def _context_check(facts: ServedModel, judge_cfg: JudgeConfig, cfg: VerifierConf
         return Check(name, "unknown", "the server reports no context length (set config judge.context_tokens "
                      "or judge.preset)")
     traj = trajectory or default_trajectory()
-    reserve = reply_token_budget(json_schema_for(for_call(Rescoring, _IDS)), floor=judge_cfg.sampling.max_tokens,
-                                 cap=judge_cfg.max_tokens_cap)
+    model = for_call(Rescoring, _IDS)
+    asked = reply_token_budget(json_schema_for(model), floor=judge_cfg.sampling.max_tokens,
+                               cap=judge_cfg.max_tokens_cap)
+    reserve = reply_reserve(model, asked)
     tokens, cuts, overflow = largest_call(facts, judge_cfg, cfg, traj, reserve)
     how = f"{facts.tokenizer_source} tokenizer, {len(traj.steps)} steps"
     if overflow is not None:
@@ -282,8 +288,9 @@ def _context_check(facts: ServedModel, judge_cfg: JudgeConfig, cfg: VerifierConf
 
 
 def refuse_doomed_run(judge: Any, trajectory: Trajectory | None = None, cfg: VerifierConfig | None = None) -> None:
-    """Raise ConfigError before a run the facts say will fail: the model is not served, or the
-    trajectory's largest call cannot fit the context even fully shrunk. No judge call is made."""
+    """Raise ConfigError before a run the facts say will fail: the model is not served, a vLLM
+    server refuses the images one call sends (one 1-token probe), or the trajectory's largest
+    call cannot fit the context even fully shrunk."""
     judge_cfg = getattr(judge, "config", None)
     if not isinstance(judge_cfg, JudgeConfig):
         return
@@ -292,8 +299,15 @@ def refuse_doomed_run(judge: Any, trajectory: Trajectory | None = None, cfg: Ver
         raise ConfigError(f"the judge does not serve {judge_cfg.model!r} (it serves "
                           f"{', '.join(facts.listed_models)}): pass --model with one of those, or serve "
                           f"with --served-model-name {judge_cfg.model}. `cua-verifier check-judge` checks it all")
+    cfg = cfg or VerifierConfig()
+    n = images_per_call(cfg, trajectory)
+    if facts.server_kind == "vllm" and n > 1:  # one 1-token call with n tiny images: ~0.1 s on vLLM
+        images = _images_check(judge_cfg, n)
+        if images.status == "fail" and "per prompt" in images.detail:
+            raise ConfigError(f"every rescoring and outcome call of this run would be refused: {images.detail}. "
+                              f"Fix: {images.fix}")
     if facts.context_tokens is None or trajectory is None:
         return
-    check = _context_check(facts, judge_cfg, cfg or VerifierConfig(), trajectory)
+    check = _context_check(facts, judge_cfg, cfg, trajectory)
     if check.status == "fail":
         raise ConfigError(f"this run cannot fit the judge's context: {check.detail}. Fix: {check.fix}")

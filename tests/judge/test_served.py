@@ -123,12 +123,19 @@ def test_a_model_the_server_does_not_serve_is_refused_before_any_run(vllm) -> No
         refuse_doomed_run(Judge())
 
 
-def test_image_limit_failure_names_the_flag(vllm) -> None:
+def test_image_limit_failure_names_the_flag_and_score_refuses_to_start(vllm) -> None:
     server = vllm(max_images=1)
     cfg = JudgeConfig(base_urls=[server.url], model="judge")
     assert _images_check(cfg, 1).status == "pass"
     two = _images_check(cfg, 2)
     assert two.status == "fail" and "allows 1 image" in two.detail and "--limit-mm-per-prompt" in two.fix
+
+    class Judge:
+        config = cfg
+    with pytest.raises(ConfigError, match="limit-mm-per-prompt"):
+        refuse_doomed_run(Judge())
+    server.max_images = 16
+    refuse_doomed_run(Judge())  # the same server with room for the final screenshots: no objection
 
 
 def test_check_lines_for_a_wrong_model_and_a_short_context(vllm) -> None:

@@ -8,7 +8,7 @@ import math
 import pytest
 from pipeline_helpers import make_traj, png
 
-from verifier.budget import STEPS, Budget, ContextOverflowError, Parts, SplitNeeded, remedy
+from verifier.budget import STEPS, Budget, ContextOverflowError, Parts, SplitNeeded, remedy, reply_reserve
 from verifier.config import VerifierConfig
 from verifier.judge.base import ImagePart
 from verifier.judge.schema import json_schema_for, reply_token_budget
@@ -142,7 +142,9 @@ def _sent_tokens(budget: Budget, messages) -> int:
 
 
 def _reserve(req) -> int:
-    return reply_token_budget(json_schema_for(req.output_model), floor=2048, cap=8192)
+    """What the run keeps free for this call's reply: the schema's worst case, at most max_tokens."""
+    return reply_reserve(req.output_model, reply_token_budget(json_schema_for(req.output_model), floor=2048,
+                                                              cap=8192))
 
 
 def _reference_size(traj) -> int:
@@ -169,7 +171,7 @@ def test_pipeline_shrinks_to_fit_and_records_what_it_cut() -> None:
 
 def test_pipeline_refuses_a_call_that_cannot_fit_without_sending_it() -> None:
     traj = _long_traj(8)
-    judge, _ = _judge(8192 + 1024)  # the reply budget leaves no room for the system prompt
+    judge, _ = _judge(4096)  # the system prompt alone is larger
     with pytest.raises(ContextOverflowError) as err:
         asyncio.run(verify(traj, VerifierConfig(), judge=judge))
     assert judge.requests == [] and "--max-model-len" in str(err.value)
@@ -179,3 +181,12 @@ def test_no_context_known_means_no_budget() -> None:
     traj = _long_traj(8)
     result = asyncio.run(verify(traj, VerifierConfig(), judge=ScriptedJudge()))
     assert result.history.context_tokens is None and result.history.trims == []
+
+
+def test_the_reserve_is_the_reply_that_can_come_back_not_a_larger_floor() -> None:
+    from verifier.schemas import Outcome, RubricDraft
+
+    worst = reply_token_budget(json_schema_for(Outcome), floor=1, cap=10**6)
+    assert reply_reserve(Outcome, 8192) == worst < 8192  # a valid reply cannot be longer
+    assert reply_reserve(Outcome, 500) == 500  # max_tokens below the worst case: that is all it gets
+    assert reply_reserve(RubricDraft, 8192) <= 8192

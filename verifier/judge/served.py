@@ -103,6 +103,24 @@ class CharBoundTokenizer:
         return min(math.ceil(len(text) / self.chars_per_token), len(text.encode("utf-8")))
 
 
+class ByteBoundTokenizer:
+    """A token per UTF-8 byte: an upper bound for any byte-level BPE, for a local engine whose own
+    tokenizer is not at hand."""
+
+    def count(self, text: str) -> int:
+        return len(text.encode("utf-8"))
+
+
+@dataclass
+class EncodeTokenizer:
+    """Any object with a Hugging Face style ``encode(text, add_special_tokens=False)``."""
+
+    tokenizer: Any
+
+    def count(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+
 @dataclass
 class RemoteTokenizer:
     """vLLM's ``POST /tokenize``: exact counts, cached per text (the shared context of a

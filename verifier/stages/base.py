@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from ..budget import Budget, Parts
+from ..budget import Budget, Parts, reply_reserve
 from ..cache import StageCache
 from ..config import VerifierConfig
 from ..errors import JudgeError
@@ -103,12 +103,14 @@ class Run:
         return self._shared_at[cut]
 
     def reserve(self, output_model: type[BaseModel], sampling: Sampling | None) -> int:
-        """The reply budget the judge will ask for (its own sizing when it has one)."""
+        """Room kept for the reply (`budget.reply_reserve`) of the max_tokens the judge will ask for."""
         sizing = getattr(self.judge, "reply_budget", None)
         if callable(sizing):
-            return int(sizing(output_model, sampling))
-        floor = (sampling or Sampling()).max_tokens
-        return reply_token_budget(json_schema_for(output_model), floor=floor, cap=max(floor, 8192))
+            asked = int(sizing(output_model, sampling))
+        else:
+            floor = (sampling or Sampling()).max_tokens
+            asked = reply_token_budget(json_schema_for(output_model), floor=floor, cap=max(floor, 8192))
+        return reply_reserve(output_model, asked)
 
     async def fit(self, stage: str, system: str, shared: str, instructions: str, per_call: str,
                   images: list[ImagePart], output_model: type[BaseModel], sampling: Sampling | None, *,
