@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import re
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,8 +27,9 @@ from .config import VerifierConfig
 from .errors import ConfigError, JudgeError
 from .judge.base import ImagePart, Message
 from .judge.config import JudgeConfig
+from .judge.probes import cache_counters, raw_call, read_metrics, tiny_png
 from .judge.schema import json_schema_for, reply_token_budget
-from .judge.served import ServedModel, discover_for, server_root
+from .judge.served import ServedModel, discover_for
 from .narrowing import for_call
 from .rendering import JOB_HEADING, image_part, shared_context, system_prompt
 from .schemas import (
@@ -82,9 +80,14 @@ def images_per_call(cfg: VerifierConfig, traj: Trajectory | None) -> int:
 
 
 def default_trajectory(steps: int = 50) -> Trajectory:
-    """A plain long run for the context check when none is given (1280x800 screenshots)."""
-    shots = [Screenshot.from_image(Image.new("RGB", (1280, 800), (i * 5 % 255, 90, 160)), step=i)
-             for i in range(steps + 1)]
+    """A plain long run for the context check when none is given (1280x800 screenshots; two
+    pages alternate, which is all the check needs: only the final screenshots are sent)."""
+    pages = []
+    for shade in (60, 200):
+        buf = io.BytesIO()
+        Image.new("RGB", (1280, 800), (shade, 90, 160)).save(buf, format="PNG")
+        pages.append(buf.getvalue())
+    shots = [Screenshot.from_bytes(pages[i % 2], step=i) for i in range(steps + 1)]
     return Trajectory(
         task=Task(id="check-judge", instruction="Find the cheapest flight from Paris to Rome next Friday."),
         steps=[Step(index=i, action="click", arguments={"selector": f"#result-{i} > a.button"},
@@ -113,34 +116,9 @@ def largest_call(facts: ServedModel, judge_cfg: JudgeConfig, cfg: VerifierConfig
     return got.tokens_after, got.cuts, None
 
 
-def _png(side: int = 56) -> str:
-    import base64
-    buf = io.BytesIO()
-    Image.new("RGB", (side, side), (200, 30, 30)).save(buf, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
-
-
-def _raw_call(judge_cfg: JudgeConfig, content: list[dict[str, Any]]) -> tuple[int, str, float]:
-    """One tiny chat call (1 reply token): (HTTP status, error text, seconds)."""
-    body = {"model": judge_cfg.model, "max_tokens": 1, "temperature": 0,
-            "messages": [{"role": "user", "content": content}]}
-    req = urllib.request.Request(judge_cfg.base_urls[0] + "/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json",
-                                          "Authorization": f"Bearer {judge_cfg.api_key()}"})
-    t0 = time.perf_counter()
-    try:
-        with urllib.request.urlopen(req, timeout=judge_cfg.timeout_s) as resp:
-            resp.read()
-            return resp.status, "", time.perf_counter() - t0
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read(4096).decode("utf-8", "replace"), time.perf_counter() - t0
-    except (urllib.error.URLError, OSError) as exc:
-        return 0, str(exc), time.perf_counter() - t0
-
-
 def _images_check(judge_cfg: JudgeConfig, n: int) -> Check:
-    content = [{"type": "text", "text": "Describe."}] + [{"type": "image_url", "image_url": {"url": _png()}}] * n
-    status, text, _ = _raw_call(judge_cfg, content)
+    content = [{"type": "text", "text": "Describe."}] + [{"type": "image_url", "image_url": {"url": tiny_png()}}] * n
+    status, text, _ = raw_call(judge_cfg, content)
     name = f"{n} image(s) in one call" if n > 1 else "image part accepted"
     if status == 200:
         return Check(name, "pass", "accepted")
@@ -184,42 +162,22 @@ async def _schema_checks(judge_cfg: JudgeConfig) -> list[Check]:
         await judge.aclose()
 
 
-def _metric(text: str, name: str) -> float | None:
-    found = [float(m.group(1)) for m in re.finditer(rf"^{re.escape(name)}(?:\{{[^}}]*\}})?\s+([0-9.eE+-]+)$",
-                                                    text, re.MULTILINE)]
-    return sum(found) if found else None
-
-
-def _read_metrics(judge_cfg: JudgeConfig) -> str | None:
-    try:
-        req = urllib.request.Request(server_root(judge_cfg.base_urls[0]) + "/metrics",
-                                     headers={"Authorization": f"Bearer {judge_cfg.api_key()}"})
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.read(1 << 22).decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError):
-        return None
-
-
-def _cache_counters(text: str) -> tuple[float | None, float | None]:
-    return _metric(text, "vllm:prefix_cache_queries_total"), _metric(text, "vllm:prefix_cache_hits_total")
-
-
 def _prefix_cache_check(judge_cfg: JudgeConfig) -> Check:
     """Two calls with one long shared prefix: the second must be served partly from the cache.
     Off costs time (every call re-reads the shared system prompt and history), not verdicts: "warn"."""
     name = "prefix caching"
-    before = _read_metrics(judge_cfg)
+    before = read_metrics(judge_cfg)
     if before is None:
         return Check(name, "unknown", "no /metrics endpoint (not vLLM?)")
-    q0, h0 = _cache_counters(before)
+    q0, h0 = cache_counters(before)
     if q0 is None or h0 is None:
         return Check(name, "unknown", "/metrics reports no prefix-cache counters")
     prefix = "These are the shared principles of every call of a verification. " * 40
     for question in ("First question?", "Second question?"):
-        _raw_call(judge_cfg, [{"type": "text", "text": prefix + question}])
+        raw_call(judge_cfg, [{"type": "text", "text": prefix + question}])
     q1 = h1 = None
     for _ in range(4):  # the engine publishes its counters after the step: give it a moment
-        q1, h1 = _cache_counters(_read_metrics(judge_cfg) or "")
+        q1, h1 = cache_counters(read_metrics(judge_cfg) or "")
         if h1 is not None and h1 > h0:
             break
         time.sleep(0.5)
@@ -250,7 +208,7 @@ def run_checks(judge_cfg: JudgeConfig, cfg: VerifierConfig | None = None,
                          "(config key judge.model), or serve-judge --served-model-name "
                          f"{judge_cfg.model}"))
         return out
-    status, text, latency = _raw_call(judge_cfg, [{"type": "text", "text": "Say OK."}])
+    status, text, latency = raw_call(judge_cfg, [{"type": "text", "text": "Say OK."}])
     if status != 200:
         out.append(Check("latency of one call", "fail", f"HTTP {status}: {text[:240]}",
                          "is the server up and the key right (api_key_env)?"))
