@@ -34,6 +34,8 @@ class EnvConfig(BaseModel):
         default=True, description="reset() returns the start page's screenshot too (else its text only)")
     score_episode_errors: bool = Field(
         default=False, description="judge episodes that ended in an episode error (default: reward None)")
+    policy_max_side: int | None = Field(default=None, ge=64, description=(
+        "longer side of the screenshots returned to the policy (None: full size); recordings keep full size"))
     executable_path: str | None = None
     headless: bool = True
 

@@ -5,7 +5,7 @@ TRL (>= 1.16) builds one instance per rollout (pooled, reset per episode), calls
 content parts keeps them, anything else is turned into a string. So every action tool returns
 `[{"type": "image", "image": <PIL screenshot>}, {"type": "text", "text": <short observation>}]`.
 The episode is recorded as it happens (`episode.EpisodeRecorder`); the `trajectory` property is
-what `reward.adapters` reads when TRL hands the rewards `environments=[...]`.
+what `verifier.loaders.rollouts` reads when TRL hands the rewards `environments=[...]`.
 
 Bounds: `max_steps` actions per episode, a Playwright timeout on every call, a page-load timeout
 on navigations and a watchdog that kills this environment's own browser when a call outlives
@@ -107,7 +107,7 @@ class BrowserEnv:
         text = f"{self._status_text()}{note}"
         if not cfg.initial_screenshot:
             return text
-        return [{"type": "image", "image": Image.open(io.BytesIO(png))}, {"type": "text", "text": text}]
+        return [{"type": "image", "image": self._for_policy(png)}, {"type": "text", "text": text}]
 
     # ---- tools (public methods: TRL offers each one to the policy) ----------------------------
     def goto(self, url: str) -> list:
@@ -268,7 +268,7 @@ class BrowserEnv:
                 return self._episode_error(exc)
         rec.end(png, error=error)
         text = self._status_text() + (f"\nThe action failed: {error}" if error else "")
-        return [{"type": "image", "image": Image.open(io.BytesIO(png))}, {"type": "text", "text": text}]
+        return [{"type": "image", "image": self._for_policy(png)}, {"type": "text", "text": text}]
 
     def _episode_error(self, exc: BaseException) -> list:
         if self._watchdog_fired:
@@ -326,6 +326,15 @@ class BrowserEnv:
             with contextlib.suppress(Exception):  # the browser may be dead already
                 self._context.close()
         self._context, self._page = None, None
+
+    def _for_policy(self, png: bytes) -> Image.Image:
+        """The screenshot the policy sees: full size, or a `policy_max_side` thumbnail (the
+        recording, which the judge reads, always keeps the full-size PNG)."""
+        image = Image.open(io.BytesIO(png))
+        side = self.config.policy_max_side
+        if side is not None and max(image.size) > side:
+            image.thumbnail((side, side))
+        return image
 
     @staticmethod
     def _text_only(text: str) -> list:

@@ -2,7 +2,7 @@
 
 `GRPOTrainer(rollout_func=...)` hands the function the prompts of this process and expects
 `prompt_ids`, `completion_ids` and `logprobs` back; every other key reaches the reward functions
-per row. Here the extra key is `trajectory` (native JSON dicts), which `reward.adapters` reads
+per row. Here the extra key is `trajectory` (native JSON dicts), which `verifier.loaders.rollouts` reads
 before anything else, so the verifier judges the recorded episode, screenshots included.
 
 The agent is any callable `agent(messages) -> {"name": tool, "arguments": {...}, "text": str}`

@@ -1,26 +1,30 @@
-"""The verifier rewards under the distribution's own name, which no other PyPI package uses.
+"""The application package: the `cua-verifier` command line (`cua_verifier.cli`), and the TRL
+rewards under the distribution's name (`cua_verifier.uv_process`, ...).
 
-`reward` and `verifier` are also the names of unrelated PyPI packages; installed side by side with
-this project they land in the same site-packages folder and one overwrites the other. Import paths
-under `cua_verifier` cannot collide::
+The command line sits here, above everything it drives (the core `verifier`, the rewards in
+`reward`, the judge launcher and reward service in `serving`); see docs/architecture.md.
 
-    trl grpo ... --reward_funcs cua_verifier.uv_process cua_verifier.uv_outcome
-
-(`trl grpo` imports the module part of a dotted `--reward_funcs` with the working directory first
-on `sys.path`, so from a checkout `reward.uv_process` resolves to this project's folder too.)
+About the names: `reward` and `verifier` are also the names of unrelated PyPI packages, and
+installed side by side with this project they share one site-packages folder, where one overwrites
+the other. `cua_verifier.uv_process` does not avoid that clash: it is the same object as
+`reward.uv_process`, and importing it imports this project's top-level `reward` and `verifier`
+packages. Install the project in an environment without those two packages (README, "Package
+names"). The reward names are loaded on first use, so the command line does not import `reward`.
 """
 from __future__ import annotations
 
-from reward import (
-                    RewardSettings,
-                    UVCombinedReward,
-                    UVOutcomeReward,
-                    UVProcessReward,
-                    make_uv_rewards,
-                    uv_combined,
-                    uv_outcome,
-                    uv_process,
-)
+from typing import Any
 
-__all__ = ["RewardSettings", "UVCombinedReward", "UVOutcomeReward", "UVProcessReward", "make_uv_rewards",
-           "uv_combined", "uv_outcome", "uv_process"]
+_REWARDS = ("RewardSettings", "UVCombinedReward", "UVOutcomeReward", "UVProcessReward", "make_uv_rewards",
+            "uv_combined", "uv_outcome", "uv_process")
+
+__all__ = list(_REWARDS)
+
+
+def __getattr__(name: str) -> Any:
+    """`cua_verifier.uv_process` & co.: the `reward` package's objects, imported when first asked for."""
+    if name in _REWARDS:
+        import reward
+
+        return getattr(reward, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,11 +34,11 @@ def _png(rng: random.Random, w: int, h: int) -> bytes:
 def main(argv: list[str] | None = None) -> int:
     import datasets
 
-    from verifier.cli import build_parser
-    from verifier.cli.score_dataset_cmd import load_rows
+    from cua_verifier.cli import build_parser
     from verifier.loaders import load_cuavb_row
     from verifier.publish.dataset import publish
     from verifier.records import ScoreRecord
+    from verifier.sources.rows import load_rows
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", type=int, default=200)

@@ -20,8 +20,8 @@ from serving.reward_service.loadtest import LoopbackJudge, trajectory
 def main(argv: list[str] | None = None) -> int:
     import ray
 
-    from verifier.cli import build_parser
-    from verifier.cli.score_dataset_cmd import build_settings
+    from cua_verifier.cli import build_parser
+    from cua_verifier.cli.score_dataset_cmd import build_settings
     from verifier.distributed.ray_backend import run_ray
     from verifier.records import ResultWriter
 

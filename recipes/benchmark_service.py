@@ -2,6 +2,14 @@
 and faults; prints requests, 429s retried, p50/p95 latency, judge rubric calls, throughput.
 
     python recipes/benchmark_service.py --n 200 --tasks 10 --queue-size 24 --latency 0.02 --faults 0.05
+
+With ``--real`` it measures what the service costs instead: `--n` rollouts of M real 1440x900
+screenshots (groups of `--group` rollouts per task) sent `--clients` at a time, against a loopback
+judge in its own process (0.5 s per call); it prints the service's baseline, peak and after-load
+RSS (all its processes), CPU seconds per verification, throughput, and the machine's load.
+
+    python recipes/benchmark_service.py --real -m 20 --n 64 --clients 64
+    python recipes/benchmark_service.py --real -m 50 --n 32 --clients 32 -- --max-inflight-mb 256
 """
 from __future__ import annotations
 
@@ -24,12 +32,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--latency", type=float, default=0.02, help="judge latency per call (s)")
     p.add_argument("--faults", type=float, default=0.05, help="fraction of judge calls answered 503")
+    p.add_argument("--real", action="store_true", help="memory/CPU run with real screenshots (see above)")
+    p.add_argument("-m", type=int, default=20, help="--real: screenshots per rollout")
+    p.add_argument("--group", type=int, default=8, help="--real: rollouts per task")
+    p.add_argument("--clients", type=int, default=64, help="--real: requests in flight")
+    p.add_argument("--after-s", type=float, default=10.0, help="--real: RSS read this long after the load")
+    p.add_argument("service_args", nargs="*", help="extra serve-reward options (after --)")
     a = p.parse_args(argv)
+    if a.real:
+        from serving.reward_service.realload import real_run
+
+        print(json.dumps(real_run(m=a.m, n=a.n, group=a.group, clients=a.clients, latency_s=a.latency,
+                                  after_s=a.after_s, service_args=a.service_args)))
+        return 0
     with LoopbackJudge(latency_s=a.latency, fault_rate=a.faults) as judge, tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp, "cfg.json")
         cfg.write_text(json.dumps({"judge": {"backoff_initial_s": 0.05, "backoff_jitter_s": 0.05,
                                              "max_concurrency": 32}}))
-        proc = subprocess.Popen([sys.executable, "-c", "from verifier.cli import main; raise SystemExit(main())",
+        proc = subprocess.Popen([sys.executable, "-c", "from cua_verifier.cli import main; raise SystemExit(main())",
                                  "serve-reward", "--port", "0", "--judge-url", judge.url, "--model", "echo",
                                  "--queue-size", str(a.queue_size), "--concurrency", str(a.concurrency),
                                  "--config", str(cfg)], stdout=subprocess.PIPE, text=True)

@@ -44,6 +44,10 @@ class BrowserArguments:
     judge_model: str | None = field(default=None, metadata={"help": "judge model name as served"})
     verifier_config: str | None = field(default=None, metadata={"help": "JSON RewardSettings file"})
     max_env_steps: int = field(default=12, metadata={"help": "actions per episode"})
+    policy_max_side: int | None = field(default=448, metadata={
+        "help": "longer side (px) of the screenshots the policy sees; the judge always gets full size"})
+    text_tokens_per_step: int = field(default=250, metadata={
+        "help": "estimated tokens of one step's action and page text, for the budget printed at start"})
     viewport_width: int = 960
     viewport_height: int = 600
     action_timeout_s: float = 5.0
@@ -52,8 +56,7 @@ class BrowserArguments:
 
 def build_rewards(args: BrowserArguments, judge_url: str | None) -> Any:
     from reward import RewardSettings, make_uv_rewards
-    from reward.settings import read_config_file
-    from verifier.settings import split_urls
+    from verifier.settings import read_config_file, split_urls
 
     data: dict[str, Any] = read_config_file(args.verifier_config) if args.verifier_config else {}
     judge = dict(data.pop("judge", None) or {})
@@ -75,6 +78,23 @@ def build_dataset(args: BrowserArguments, script_args: Any) -> Any:
         return datasets.load_dataset(script_args.dataset_name, name=script_args.dataset_config,
                                      split=script_args.dataset_train_split)
     return datasets.Dataset.from_list(task_rows(args.tasks or None, repeat=args.task_repeat))
+
+
+def image_tokens(width: int, height: int, max_side: int | None, patch: int = 28) -> int:
+    """Tokens one screenshot costs a Qwen2-VL-style policy (one token per 28x28 merged patch)."""
+    scale = min(1.0, max_side / max(width, height)) if max_side else 1.0
+    w, h = max(1, round(width * scale)), max(1, round(height * scale))
+    return -(-w // patch) * -(-h // patch)
+
+
+def episode_budget(args: BrowserArguments, max_completion_length: int) -> dict[str, Any]:
+    """Whether a full episode's screenshots and text fit the completion budget (printed at start)."""
+    per_step = image_tokens(args.viewport_width, args.viewport_height, args.policy_max_side) + args.text_tokens_per_step
+    need = per_step * args.max_env_steps
+    return {"image_tokens_per_step": per_step - args.text_tokens_per_step, "tokens_per_step": per_step,
+            "steps": args.max_env_steps, "episode_tokens": need, "max_completion_length": max_completion_length,
+            "fits": need <= max_completion_length,
+            "steps_that_fit": max_completion_length // per_step}
 
 
 def summarise(trainer: Any, episodes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -112,9 +132,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         echo = EchoJudgeServer().start()
         judge_url, args.judge_model = echo.url, args.judge_model or "echo"
     rewards = build_rewards(args, judge_url)
+    budget = episode_budget(args, training_args.max_completion_length)
+    print("episode budget:", json.dumps(budget), flush=True)
+    if not budget["fits"]:
+        print(f"warning: only {budget['steps_that_fit']} of {args.max_env_steps} steps fit max_completion_length; "
+              "lower policy_max_side or raise max_completion_length", file=sys.stderr)
     env_config = EnvConfig(max_steps=args.max_env_steps, viewport_width=args.viewport_width,
                            viewport_height=args.viewport_height, action_timeout_s=args.action_timeout_s,
-                           page_load_timeout_s=args.page_load_timeout_s)
+                           page_load_timeout_s=args.page_load_timeout_s, policy_max_side=args.policy_max_side)
     processing_class = None
     if args.tiny_policy:
         from browser_env.tiny_policy import build_tiny_browser_policy, load_tiny_browser_policy
@@ -148,11 +173,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
         trainer.save_model(training_args.output_dir)
         if trainer.accelerator.is_main_process:
+            # the built-in task list is no hub dataset: the card names none (a made-up id is invalid metadata)
             trainer.create_model_card(model_name=Path(training_args.output_dir).name,
-                                      dataset_name=script_args.dataset_name or "browser_env tasks",
-                                      tags=["computer-use", "browser", "universal-verifier"])
+                                      dataset_name=script_args.dataset_name,
+                                      tags=["computer-use", "browser", "universal-verifier", "browser_env-tasks"])
         if training_args.push_to_hub:
             trainer.push_to_hub(dataset_name=script_args.dataset_name)
+        if hasattr(trainer, "end"):  # transformers >= 5.18: trackers finished, process group destroyed
+            trainer.end()
     finally:
         close_all()
         if echo is not None:

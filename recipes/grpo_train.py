@@ -10,7 +10,7 @@ process score). Both rewards share one verification per rollout and one rubric p
 Serve a judge first (see serving/), then for example::
 
     python recipes/grpo_train.py --model Qwen/Qwen2.5-VL-3B-Instruct --dataset my_tasks.jsonl \\
-        --judge-url http://judge-host:8010/v1 --judge-model uv-judge \\
+        --judge-url http://judge-host:8010/v1 --judge-model judge \\
         --process-weight 0.5 --outcome-weight 1.0 --num-generations 8 --output-dir runs/uv-grpo
 
 The dataset needs a conversational `prompt` column (the task, optionally with the initial
@@ -176,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = {k: last[-1].get(k) for k in keys}
         summary.update({k: v for k, v in last[-1].items() if k.startswith("uv/")})
         print(json.dumps(summary))
+    if hasattr(trainer, "end"):  # transformers >= 5.18: trackers finished, process group destroyed (last)
+        trainer.end()
     return 0
 
 

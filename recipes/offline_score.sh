@@ -11,7 +11,7 @@
 #         optional CUA_VERIFIER_CONFIG=settings.json (see reward/README.md).
 #
 # Examples:
-#   CUA_JUDGE_URL=http://judge:8010/v1 CUA_JUDGE_MODEL=uv-judge \
+#   CUA_JUDGE_URL=http://judge:8010/v1 CUA_JUDGE_MODEL=judge \
 #     recipes/offline_score.sh examples/trajectories results/examples.jsonl
 #   recipes/offline_score.sh microsoft/CUAVerifierBench results/cuavb.parquet \
 #     --name trajectories --split fara7b_om2w_browserbase --streaming --concurrency 16
@@ -31,5 +31,5 @@ shift 2
 mkdir -p "$(dirname "$OUT")"
 
 CLI=(cua-verifier)
-command -v cua-verifier >/dev/null 2>&1 || CLI=(python -c "import sys; from verifier.cli import main; sys.exit(main())")
+command -v cua-verifier >/dev/null 2>&1 || CLI=(python -c "import sys; from cua_verifier.cli import main; sys.exit(main())")
 exec "${CLI[@]}" score-dataset "$SOURCE" --out "$OUT" --concurrency "${CONCURRENCY:-8}" "$@"

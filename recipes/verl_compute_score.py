@@ -1,14 +1,17 @@
 """verl: `compute_score` from the cua-verifier reward service.
 
     cua-verifier serve-reward --judge-url http://judge:8010/v1 --model judge
-    export CUA_REWARD_URL=http://127.0.0.1:8012 CUA_VERL_REWARD=combined
+    export CUA_REWARD_URL=http://127.0.0.1:8012
     python -m verl.trainer.main_ppo ... \\
-        custom_reward_function.path=recipes/verl_compute_score.py custom_reward_function.name=compute_score
+        reward.custom_reward_function.path=recipes/verl_compute_score.py \\
+        reward.custom_reward_function.name=compute_score_async \\
+        +reward.custom_reward_function.reward_kwargs.reward=outcome
 
 `ground_truth` (the dataset's `reward_model.ground_truth`) names the task; `solution_str` is the
-agent's final answer; `extra_info["trajectory"]` may carry a recorded rollout. Returns
-`{"score", "uv_process", "uv_outcome", "uv_unscored"}`; verl logs the extra keys per sample.
-For verl's async reward loop use `compute_score_async`.
+agent's answer; `extra_info["trajectory"]` carries the recorded episode when the browser agent
+loop ran it (recipes/verl_browser.sh). Returns `{"score", "uv_process", "uv_outcome",
+"uv_unscored", "uv_grounded"}`; verl logs the extra keys per sample. `compute_score_async` is for
+verl's reward loop (awaited on its event loop); `compute_score` blocks (RemoteRewardManager).
 """
 from reward.verl import compute_score, compute_score_async
 

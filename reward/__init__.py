@@ -12,11 +12,26 @@ verification per rollout. See reward/README.md for the trajectory contract.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, NamedTuple
 
+from verifier import session as _session
+from verifier import settings as _settings
+from verifier.loaders import rollouts as _rollouts
+from verifier.session import VerifierSession, clear_sessions, get_session, rollout_key
+from verifier.settings import RewardSettings
+
 from .functions import UVCombinedReward, UVOutcomeReward, UVProcessReward
-from .session import VerifierSession, clear_sessions, get_session, rollout_key
-from .settings import RewardSettings
+
+# The verification session, the settings model and the rollout adapters are core logic and moved
+# into `verifier/` (verifier.session, verifier.settings, verifier.loaders.rollouts). Their old
+# dotted names stay importable (`from reward.session import VerifierSession`, `reward.settings`,
+# `reward.adapters`) as the very same module objects, not copies, so a patch or an isinstance
+# check through either name sees one module.
+for _old, _module in (("session", _session), ("settings", _settings), ("adapters", _rollouts)):
+    sys.modules.setdefault(f"{__name__}.{_old}", _module)
+    globals()[_old] = _module
+del _old, _module
 
 
 class UVRewards(NamedTuple):

@@ -22,31 +22,39 @@ from collections.abc import Sequence
 from typing import Any
 
 from verifier.errors import CuaVerifierError, JudgeUnavailableError, TrajectoryError
+from verifier.loaders.rollouts import build_trajectories
 from verifier.records import degraded_stages, result_field
-from verifier.settings import split_urls
+from verifier.session import Outcome, VerifierSession, get_session, rollout_key
+from verifier.settings import RewardSettings, split_urls
 from verifier.trajectory import Trajectory
-
-from .adapters import build_trajectories
-from .session import Outcome, VerifierSession, get_session, rollout_key
-from .settings import RewardSettings
 
 log = logging.getLogger(__name__)
 
 
 def prepare_rows(prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any],
-                 answer_tools: Sequence[str]) -> list[tuple[Trajectory, str] | Exception]:
+                 answer_tools: Sequence[str], *, require_screenshots: bool = False,
+                 ) -> list[tuple[Trajectory, str] | Exception]:
     """Per row: (trajectory, content key), or the verifier error that makes the row unscorable
-    (anything the policy wrote that cannot be read or hashed is that row's error, never the batch's)."""
+    (anything the policy wrote that cannot be read or hashed is that row's error, never the batch's).
+    With `require_screenshots`, a row without screenshots is refused rather than verified on words."""
     rows: list[tuple[Trajectory, str] | Exception] = []
     for traj in build_trajectories(prompts, completions, kwargs, answer_tools=answer_tools):
         if isinstance(traj, Exception):
             rows.append(traj)
+            continue
+        if require_screenshots and not traj.screenshots:
+            rows.append(ungrounded_error())
             continue
         try:
             rows.append((traj, rollout_key(traj)))
         except CuaVerifierError as exc:  # an unreadable screenshot, arguments too deep to hash
             rows.append(exc)
     return rows
+
+
+def ungrounded_error() -> TrajectoryError:
+    return TrajectoryError("no screenshots: refused (require_screenshots) instead of an action-only verification",
+                           field="screenshots")
 
 
 def too_degraded(result: Any, stages: frozenset[str] | set[str]) -> list[str]:
@@ -110,8 +118,8 @@ class _UVReward:
         budget = session.settings.batch_deadline_s  # the whole call, conversion included
         deadline = None if budget is None else asyncio.get_running_loop().time() + budget
         # conversion and content hashing touch every image: keep them off TRL's event loop
-        rows = await asyncio.to_thread(prepare_rows, prompts, completions, kwargs,
-                                       session.settings.answer_tools)
+        rows = await asyncio.to_thread(prepare_rows, prompts, completions, kwargs, session.settings.answer_tools,
+                                       require_screenshots=session.settings.require_screenshots)
 
         async def one(row: Any) -> Outcome:
             if isinstance(row, Exception):
@@ -143,6 +151,8 @@ class _UVReward:
         ok = [o.result for o in outcomes if o.ok]
         if not ok:
             return
+        # 1.0 when screenshots were judged, 0.0 in action-only mode (the agent's words alone)
+        log_metric("uv_grounded", sum(bool(result_field(r, "grounded")) for r in ok) / len(ok))
         def mean(name: str) -> float | None:
             vals = [float(v) for v in (result_field(r, name) for r in ok) if v is not None]
             return sum(vals) / len(vals) if vals else None
@@ -170,6 +180,8 @@ class _UVReward:
         for col in self.extra_columns:
             log_extra(f"{self.__name__}/{col}",
                       [columns[col](o.result) if reason is None else None for o, reason in zip(outcomes, reasons)])
+        log_extra(f"{self.__name__}/uv_grounded",
+                  [(1.0 if result_field(o.result, "grounded") else 0.0) if o.ok else None for o in outcomes])
         log_extra(f"{self.__name__}/unscored_reason", reasons)
 
 

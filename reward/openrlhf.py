@@ -1,37 +1,52 @@
 """OpenRLHF's remote reward model, backed by the reward service.
 
-OpenRLHF (`--remote_rm_url`) POSTs `{"query": [...], "prompts": [...], "labels": [...]}` (query =
-prompt + response text, labels from `--label_key`) to a URL, or calls `reward_func(queries,
+OpenRLHF (0.10.2 and later: `--reward.remote_url`, labels from `--data.label_key`) POSTs
+`{"query": [...], "prompts": [...], "labels": [...]}` to a URL, or calls `reward_func(queries,
 prompts, labels)` from a Python file, and reads `rewards` (advantages), optional `scores` (in
 [0, 1], dynamic filtering) and `extra_logs`. Both forms are served:
 
-- URL: `--remote_rm_url http://host:8012/v1/openrlhf` (loopback service without a key, since
+- URL: `--reward.remote_url http://host:8012/v1/openrlhf` (loopback service without a key, since
   OpenRLHF sends no auth header);
-- file: `--remote_rm_url recipes/openrlhf_reward_func.py`, which calls the service with
+- file: `--reward.remote_url recipes/openrlhf_reward_func.py`, which calls the service with
   `$CUA_REWARD_API_KEY` (`make_reward_func`).
 
 A row becomes a trajectory: its label is the task (a JSON object with `instruction` and optionally
 `id`/`start_url`, or the instruction as plain text) and the response is the agent's final answer;
-a label `{"trajectory": {...}}` carries a rollout recorded by the agent harness instead.
-OpenRLHF has no "not applicable" reward, so failures follow `on_failure`: `"error"` (default:
-the batch fails with the reasons, OpenRLHF retries then stops: visible) or a number, written for
-that row with `extra_logs["uv_unscored"] = 1`.
+a label `{"trajectory": {...}}` carries a rollout recorded by the agent harness instead (the
+browser agent, `browser_env.openrlhf_agent`, does this). A text-only row is verified on its claims
+alone (action-only mode): `extra_logs["uv_grounded"]` is 0 for it, 1 when screenshots were judged.
+
+Why `on_failure` defaults to a number here: OpenRLHF swallows a reward function's exception (it
+logs it at INFO and leaves the reward None) and the run then dies later in `torch.cat` with an
+unrelated error. So an unscored row gets the number (0 by default), flagged by
+`extra_logs["uv_unscored"] = 1`, which OpenRLHF logs per step; `on_failure="error"` raises instead.
+
+OpenRLHF decodes the query with `skip_special_tokens=False`, so chat markers (`<|im_end|>`...) are
+in it: they are stripped from the answer. When the prompt is not a prefix of the query, the answer
+is the text after the last assistant marker; with no marker the row is unscored, never graded on
+the whole transcript as if it were the answer.
 """
 from __future__ import annotations
 
 import json
-import os
-import time
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from verifier.errors import TrajectoryError
+from verifier.loaders.rollouts import build_trajectories
 
-from .adapters import build_trajectories
-from .functions import too_degraded
-from .remote import ENV_KEY, ENV_URL, RemoteError
+from .client import ENV_KEY, ClientSettings, RemoteError, apost, async_client, post
+from .functions import too_degraded, ungrounded_error
 
 KINDS = ("combined", "process", "outcome")
+#: What an unscored OpenRLHF row gets unless told otherwise (see the module docstring for why).
+DEFAULT_ON_FAILURE = "0"
+#: Chat-template special tokens left in a decoded query (`<|im_end|>`, `<|eot_id|>`, `</s>`...).
+SPECIAL_TOKEN = re.compile(r"<\|[A-Za-z0-9_:.\- ]{1,48}\|>|</s>|<s>|<eos>|<bos>|<end_of_turn>|<start_of_turn>")
+#: Where an assistant turn starts, in the chat templates seen in practice (ChatML, Llama 3, Gemma, Mistral).
+ASSISTANT_TURN = re.compile(r"<\|im_start\|>assistant\s*|<\|start_header_id\|>assistant<\|end_header_id\|>\s*"
+                            r"|<start_of_turn>model\s*|\[/INST\]\s*")
 
 
 def _label(label: Any) -> Any:
@@ -41,6 +56,25 @@ def _label(label: Any) -> Any:
         except json.JSONDecodeError:
             return label.strip()
     return label
+
+
+def clean_answer(text: str) -> str:
+    """The text with chat special tokens removed (they are markup, not what the agent said)."""
+    return SPECIAL_TOKEN.sub("", text).strip()
+
+
+def response_of(query: str, prompt: str, *, row: int = 0) -> str:
+    """The policy's response in an OpenRLHF query (prompt + response, special tokens included):
+    after the prompt when it is a prefix, else after the last assistant marker, else an error."""
+    if prompt and query.startswith(prompt):
+        return clean_answer(query[len(prompt):])
+    turns = list(ASSISTANT_TURN.finditer(query))
+    if turns:
+        return clean_answer(query[turns[-1].end():])
+    if not prompt:
+        return clean_answer(query)  # a bare response (no prompt given, no chat markup)
+    raise TrajectoryError(f"row {row}: the prompt is not a prefix of the query and no assistant turn marks "
+                          "the response, so the final answer cannot be told from the transcript", field="query")
 
 
 def row_to_record(response: str, label: Any, prompt: str = "", *, row: int = 0) -> dict[str, Any]:
@@ -71,12 +105,19 @@ def records_from_request(queries: Sequence[str], prompts: Sequence[str] | None,
     out: list[dict[str, Any] | Exception] = []
     for i, query in enumerate(queries):
         prompt = prompts[i] if prompts and i < len(prompts) else ""
-        response = query[len(prompt):] if prompt and query.startswith(prompt) else query
+        label = labels[i] if labels and i < len(labels) else None
         try:
-            out.append(row_to_record(response, labels[i] if labels and i < len(labels) else None, prompt, row=i))
+            recorded = isinstance(parsed := _label(label), dict) and parsed.get("trajectory") is not None
+            response = "" if recorded else response_of(query, prompt, row=i)
+            out.append(row_to_record(response, label, clean_answer(prompt), row=i))
         except TrajectoryError as exc:
             out.append(exc)
     return out
+
+
+def ungrounded(record: dict[str, Any] | Exception) -> dict[str, Any] | Exception:
+    """The record, or the refusal when it has no screenshots (`require_screenshots`)."""
+    return ungrounded_error() if isinstance(record, dict) and not record.get("screenshots") else record
 
 
 def values(result: dict[str, Any], *, weight: float = 0.5) -> dict[str, float | None]:
@@ -87,14 +128,19 @@ def values(result: dict[str, Any], *, weight: float = 0.5) -> dict[str, float | 
     return {"process": None if process is None else float(process), "outcome": outcome, "combined": combined}
 
 
-def rewards_from_items(items: Sequence[dict[str, Any]], *, kind: str = "combined", on_failure: str = "error",
-                       none_if_degraded: Any = ("rescoring", "side_effects"), weight: float = 0.5) -> dict:
-    """ItemResults (as dicts) -> OpenRLHF's `{"rewards", "scores", "extra_logs"}` (plain lists)."""
+def rewards_from_items(items: Sequence[dict[str, Any]], *, kind: str = "combined",
+                       on_failure: str = DEFAULT_ON_FAILURE, none_if_degraded: Any = ("rescoring", "side_effects"),
+                       weight: float = 0.5) -> dict:
+    """ItemResults (as dicts) -> OpenRLHF's `{"rewards", "scores", "extra_logs"}` (plain lists).
+
+    With `on_failure="error"` an unscored row raises `RemoteError`: status 422 when a row was bad
+    input (retrying cannot help), 502 when the verifier failed on valid rows."""
     if kind not in KINDS:
         raise ValueError(f"reward kind {kind!r}: expected one of {', '.join(KINDS)}")
     fill = None if on_failure == "error" else float(on_failure)
-    rewards, logs = [], {"uv_process": [], "uv_outcome": [], "uv_unscored": []}
-    failures = []
+    rewards: list[float | None] = []
+    logs: dict[str, list[float | None]] = {"uv_process": [], "uv_outcome": [], "uv_unscored": [], "uv_grounded": []}
+    failures, bad_input = [], False
     for i, item in enumerate(items):
         vals = None
         if item.get("status") == "scored":
@@ -103,6 +149,7 @@ def rewards_from_items(items: Sequence[dict[str, Any]], *, kind: str = "combined
             reason = f"degraded: {', '.join(weak)}" if weak else ""
         else:
             reason = f"{item.get('error_type')}: {item.get('reason')}"
+            bad_input = bad_input or item.get("http_status") == 422
         if vals is None or vals[kind] is None:
             failures.append(f"row {i}: {reason or 'no ' + kind + ' score'}")
             vals = {"process": fill, "outcome": fill, "combined": fill}
@@ -112,42 +159,55 @@ def rewards_from_items(items: Sequence[dict[str, Any]], *, kind: str = "combined
         rewards.append(vals[kind])
         logs["uv_process"].append(vals["process"] if vals["process"] is not None else fill)
         logs["uv_outcome"].append(vals["outcome"])
+        logs["uv_grounded"].append(grounded(item))
     if failures and fill is None:
-        raise RemoteError("; ".join(failures)[:2000], error_type="Unscored", status=502)
+        raise RemoteError("; ".join(failures)[:2000], error_type="invalid_request" if bad_input else "Unscored",
+                          status=422 if bad_input else 502)
     return {"rewards": rewards, "scores": rewards, "extra_logs": logs}
 
 
-def post_openrlhf(body: dict[str, Any], *, url: str | None = None, api_key_env: str = ENV_KEY,
-                  params: dict[str, str] | None = None, timeout_s: float = 900.0, max_retries: int = 8) -> dict:
-    """POST an OpenRLHF body to the service (sync: OpenRLHF and verl call rewards from threads),
-    retrying 429/503 after Retry-After and connection failures with backoff."""
-    import httpx
+def grounded(item: dict[str, Any]) -> float:
+    """1.0 when the verifier judged screenshots for this row, 0.0 when it had only the agent's
+    words (action-only mode) or did not score it."""
+    result = item.get("result") if item.get("status") == "scored" else None
+    return 1.0 if isinstance(result, dict) and result.get("grounded") else 0.0
 
-    base = (url or os.environ.get(ENV_URL, "http://127.0.0.1:8012")).rstrip("/")
-    headers = {"Authorization": f"Bearer {key}"} if (key := os.environ.get(api_key_env)) else {}
-    last = ""
-    for attempt in range(max_retries + 1):
-        try:
-            resp = httpx.post(f"{base}/v1/openrlhf", json=body, params=params, headers=headers, timeout=timeout_s)
-        except httpx.TransportError as exc:
-            last, wait = f"{type(exc).__name__}: {exc}", min(2.0 ** attempt, 30.0)
-        else:
-            if resp.status_code == 200:
-                return resp.json()
-            err = (resp.json().get("error") or {}) if "json" in resp.headers.get("content-type", "") else {}
-            if resp.status_code not in (429, 503):
-                raise RemoteError(str(err.get("message") or resp.text[:300]),
-                                  error_type=str(err.get("type") or "HTTPError"), status=resp.status_code)
-            last, wait = resp.text[:300], float(resp.headers.get("Retry-After") or 1)
-        if attempt < max_retries:
-            time.sleep(wait)
-    raise RemoteError(f"gave up after {max_retries + 1} attempts: {last}", error_type="ServiceUnavailable")
+
+def post_openrlhf(body: dict[str, Any], *, url: str | None = None, api_key_env: str = ENV_KEY,
+                  params: dict[str, str] | None = None, timeout_s: float = 900.0, max_retries: int = 8,
+                  deadline_s: float | None = None) -> dict:
+    """POST an OpenRLHF body to the service's `/v1/openrlhf` (blocking: OpenRLHF and verl call
+    rewards from threads), with the shared client's retries inside `deadline_s`."""
+    settings = ClientSettings(**({"url": url} if url else {}), api_key_env=api_key_env, timeout_s=timeout_s,
+                              max_retries=max_retries, deadline_s=deadline_s or timeout_s)
+    return post(settings, "/v1/openrlhf", body, params=params)
+
+
+async def apost_openrlhf(body: dict[str, Any], *, url: str | None = None,
+                         params: dict[str, str] | None = None) -> dict:
+    """`post_openrlhf` for callers on an event loop (an agent's `step`, verl's reward loop)."""
+    settings = ClientSettings(**({"url": url} if url else {}))
+    client = async_client(settings, max_connections=4)
+    try:
+        return await apost(settings, client, "/v1/openrlhf", body, params=params)
+    finally:
+        await client.aclose()
+
+
+def trajectory_body(trajectory: dict[str, Any]) -> dict[str, Any]:
+    """An OpenRLHF body whose one row carries a recorded rollout (the label route)."""
+    return {"query": [""], "prompts": [""], "labels": [json.dumps({"trajectory": trajectory})]}
 
 
 def make_reward_func(url: str | None = None, *, api_key_env: str = ENV_KEY, kind: str = "combined",
-                     on_failure: str = "error") -> Any:
-    """`reward_func(queries, prompts, labels, **kwargs)` for OpenRLHF's `--remote_rm_url file.py`."""
-    params = {"reward": kind, "on_failure": on_failure}
+                     on_failure: str = DEFAULT_ON_FAILURE, require_screenshots: bool = False) -> Any:
+    """`reward_func(queries, prompts, labels, **kwargs)` for OpenRLHF's `--reward.remote_url file.py`.
+
+    `require_screenshots=True` makes a row without screenshots unscored instead of verified on
+    the agent's claims alone."""
+    params = {"reward": kind, "on_failure": str(on_failure)}
+    if require_screenshots:
+        params["require_screenshots"] = "true"
 
     def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any], **_: Any) -> dict:
         out = post_openrlhf({"query": list(queries), "prompts": list(prompts),

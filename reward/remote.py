@@ -9,8 +9,8 @@ the `None` semantics and the logged sub-metrics of `reward.uv_process` / `uv_out
     r = make_remote_rewards("http://10.0.0.5:8012", api_key_env="CUA_REWARD_API_KEY")
     trainer = GRPOTrainer(model, reward_funcs=[r.process, r.outcome], ...)
 
-The client retries 429/503 after the service's Retry-After and connection failures with backoff;
-what still fails (judge down, bad trajectory, deadline) becomes `None` for that rollout. Process
+The client (`reward.client`, shared with the OpenRLHF and verl adapters) retries 429/503 after the
+service's Retry-After and connection failures with backoff; what still fails (judge down, bad trajectory, deadline) becomes `None` for that rollout. Process
 and outcome share one request per rollout (single flight keyed by the rollout's content hash).
 Instances pickle (only settings travel), like the in-process rewards.
 """
@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import random
 import threading
 import time
 import weakref
@@ -28,23 +26,16 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from verifier.errors import CuaVerifierError, JudgeDeadlineError
+from verifier.errors import JudgeDeadlineError
+from verifier.session import Outcome, rollout_key
+from verifier.settings import DEFAULT_ANSWER_TOOLS
 from verifier.trajectory import Trajectory
 
+from .client import ENV_KEY, ENV_URL, ClientSettings, RemoteError, apost, async_client
 from .functions import UVCombinedReward, UVOutcomeReward, UVProcessReward
-from .session import Outcome, rollout_key
-from .settings import DEFAULT_ANSWER_TOOLS
 
 log = logging.getLogger(__name__)
-ENV_URL, ENV_KEY = "CUA_REWARD_URL", "CUA_REWARD_API_KEY"
-
-
-class RemoteError(CuaVerifierError):
-    """The service answered that this rollout could not be verified (or could not be reached)."""
-
-    def __init__(self, message: str, *, error_type: str = "RemoteError", status: int | None = None) -> None:
-        super().__init__(f"{error_type}: {message}")
-        self.error_type, self.status, self.message = error_type, status, message
+__all__ = ["ENV_KEY", "ENV_URL", "RemoteError", "RemoteSettings", "make_remote_rewards"]
 
 
 class RemoteSettings(BaseModel):
@@ -52,12 +43,13 @@ class RemoteSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    url: str = Field(default_factory=lambda: os.environ.get(ENV_URL, "http://127.0.0.1:8012"))
+    url: str = Field(default_factory=lambda: ClientSettings().url)
     api_key_env: str = ENV_KEY
     timeout_s: float = Field(default=900.0, gt=0, description="one HTTP request")
     deadline_s: float | None = Field(default=None, gt=0, description="asked of the service per rollout")
     max_retries: int = Field(default=8, ge=0, description="retries after 429/503/connection errors")
-    max_wait_s: float = Field(default=600.0, ge=0, description="most total time spent backing off")
+    max_wait_s: float = Field(default=600.0, ge=0, description=(
+        "retries end once a wait would finish past timeout_s + max_wait_s after the first attempt"))
     max_concurrency: int = Field(default=64, ge=1, description="requests in flight per process")
     batch_deadline_s: float | None = Field(default=900.0, gt=0, description=(
         "one reward call's time budget, as for the in-process rewards: rollouts not answered by then are None"))
@@ -67,6 +59,12 @@ class RemoteSettings(BaseModel):
     combined_process_weight: float = Field(default=0.5, ge=0, le=1)
     failure_ttl_s: float = Field(default=300.0, ge=0)
     cache_size: int = Field(default=4096, ge=1)
+    require_screenshots: bool = Field(default=False, description=(
+        "refuse rollouts without screenshots (None) instead of verifying them in action-only mode"))
+
+    def client(self) -> ClientSettings:
+        return ClientSettings(url=self.url, api_key_env=self.api_key_env, timeout_s=self.timeout_s,
+                              max_retries=self.max_retries, deadline_s=self.timeout_s + self.max_wait_s)
 
 
 class RemoteSession:
@@ -79,20 +77,14 @@ class RemoteSession:
         self._done: OrderedDict[str, Outcome] = OrderedDict()
         self.requests = 0
         self.retries = {"429": 0, "503": 0, "connect": 0}
+        self._client = settings.client()
 
     def _loop_state(self) -> Any:
-        import httpx  # the `service` extra
-
         loop = asyncio.get_running_loop()
         with self._lock:
             st = self._loops.get(loop)
             if st is None:
-                headers = {}
-                if key := os.environ.get(self.settings.api_key_env):
-                    headers["Authorization"] = f"Bearer {key}"
-                client = httpx.AsyncClient(base_url=self.settings.url.rstrip("/"), headers=headers,
-                                           timeout=self.settings.timeout_s,
-                                           limits=httpx.Limits(max_connections=self.settings.max_concurrency))
+                client = async_client(self._client, self.settings.max_concurrency)
                 st = self._loops[loop] = (client, asyncio.Semaphore(self.settings.max_concurrency), {})
             return st
 
@@ -118,12 +110,12 @@ class RemoteSession:
             return await self._verify(traj, key)
         left = deadline - asyncio.get_running_loop().time()
         try:
-            return await asyncio.wait_for(self._verify(traj, key), timeout=max(left, 0.0))
+            return await asyncio.wait_for(self._verify(traj, key, deadline), timeout=max(left, 0.0))
         except TimeoutError:
             return Outcome(error=JudgeDeadlineError(
                 f"deadline passed waiting for the reward service (batch_deadline_s={self.settings.batch_deadline_s})"))
 
-    async def _verify(self, traj: Trajectory, key: str | None) -> Outcome:
+    async def _verify(self, traj: Trajectory, key: str | None, deadline: float | None = None) -> Outcome:
         key = key or await asyncio.to_thread(rollout_key, traj)
         if (hit := self._cached(key)) is not None:
             return hit
@@ -150,34 +142,16 @@ class RemoteSession:
             inflight.pop(key, None)
 
     async def _request(self, client: Any, sem: asyncio.Semaphore, traj: Trajectory) -> Outcome:
-        import httpx
-
         body: dict[str, Any] = {"trajectory": await asyncio.to_thread(traj.model_dump, mode="json")}
         if self.settings.deadline_s:
             body["deadline_s"] = self.settings.deadline_s
-        waited, attempt = 0.0, 0
-        while True:
+        async with sem:
+            self.requests += 1
             try:
-                async with sem:
-                    self.requests += 1
-                    resp = await client.post("/v1/verify", json=body)
-            except httpx.TransportError as exc:
-                kind, wait, last = "connect", min(2.0 ** attempt, 30.0), f"{type(exc).__name__}: {exc}"
-            else:
-                if resp.status_code == 200:
-                    return Outcome(result=resp.json())
-                if resp.status_code not in (429, 503):
-                    return Outcome(error=_remote_error(resp))
-                kind, last = str(resp.status_code), resp.text[:300]
-                wait = _retry_after(resp.headers.get("Retry-After"))
-            if attempt >= self.settings.max_retries or waited + wait > self.settings.max_wait_s:
-                return Outcome(error=RemoteError(f"gave up after {attempt + 1} attempts: {last}",
-                                                 error_type="ServiceUnavailable"))
-            self.retries[kind] += 1
-            attempt += 1
-            wait += random.uniform(0, 0.25 * wait)  # de-synchronise the ranks
-            waited += wait
-            await asyncio.sleep(wait)
+                return Outcome(result=await apost(self._client, client, "/v1/verify", body,
+                                                  retries=self.retries))
+            except RemoteError as exc:
+                return Outcome(error=exc)
 
     async def aclose(self) -> None:
         loop = asyncio.get_running_loop()
@@ -185,22 +159,6 @@ class RemoteSession:
             st = self._loops.pop(loop, None)
         if st is not None:
             await st[0].aclose()
-
-
-def _retry_after(value: str | None) -> float:
-    try:
-        return max(0.05, float(value)) if value else 1.0
-    except ValueError:
-        return 1.0
-
-
-def _remote_error(resp: Any) -> RemoteError:
-    try:
-        err = resp.json().get("error") or {}
-    except ValueError:
-        err = {}
-    return RemoteError(str(err.get("message") or resp.text[:300]), error_type=str(err.get("type") or "HTTPError"),
-                       status=resp.status_code)
 
 
 _SESSIONS: dict[str, RemoteSession] = {}

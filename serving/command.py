@@ -11,7 +11,6 @@ time from the variable the user named; `--dry-run` shows ``VLLM_API_KEY="$VAR"``
 """
 from __future__ import annotations
 
-import ipaddress
 import json
 import shlex
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verifier.errors import ConfigError
+from verifier.network import is_loopback
 
 from .presets import JudgePreset
 
@@ -98,16 +98,6 @@ class LaunchCommand(BaseModel):
                 raise ConfigError(f"environment variable {var} (the judge API key) is not set")
             out[child_var] = environ[var]
         return out
-
-
-def is_loopback(host: str) -> bool:
-    """True for localhost and loopback addresses: where a server may run without a key."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def reserved_flag(arg: str) -> str | None:

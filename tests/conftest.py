@@ -12,14 +12,14 @@ import os
 from pathlib import Path
 
 import pytest
+from suite_env import REPO_ROOT, missing, required_here, shared_data_dir
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = Path(os.environ.get("CUA_SHARED_DATA") or REPO_ROOT.parent / "shared" / "data")
+SHARED_DATA = shared_data_dir()
 
 
 def in_ci() -> bool:
-    """CI runs must not turn missing prerequisites into skips."""
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes") or os.environ.get("CUA_REQUIRE_ENGINE") == "1"
+    """CI runs must not turn missing prerequisites into skips (see suite_env.required_here)."""
+    return required_here()
 
 
 def engine_skip_requested(config: pytest.Config) -> bool:
@@ -54,10 +54,7 @@ def repo_root() -> Path:
 def shared_data() -> Path:
     """../shared/data beside the repo (or CUA_SHARED_DATA): skip locally when absent, fail under CI."""
     if not SHARED_DATA.is_dir():
-        msg = f"shared data not present at {SHARED_DATA} (set CUA_SHARED_DATA)"
-        if in_ci():
-            pytest.fail(msg, pytrace=False)
-        pytest.skip(msg)
+        missing(f"shared data not present at {SHARED_DATA} (set CUA_SHARED_DATA)")
     return SHARED_DATA
 
 
@@ -72,10 +69,7 @@ def require_browser() -> None:
 
         chromium_path()
     except Exception as exc:  # noqa: BLE001 - ImportError or BrowserUnavailable: the message says which
-        msg = f"browser tier needs Chromium + Playwright: {exc}"
-        if in_ci() or os.environ.get("CUA_REQUIRE_BROWSER") == "1":
-            pytest.fail(msg, pytrace=False)
-        pytest.skip(msg)
+        missing(f"browser tier needs Chromium + Playwright: {exc}", "CUA_REQUIRE_BROWSER")
 
 
 @pytest.fixture(scope="session")

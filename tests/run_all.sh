@@ -22,11 +22,13 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 # torch is pinned first so that the train extra's range is met by the local CPU build.
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q "torch==2.13.0"
-.venv/bin/pip install -q -e ".[train,bench,dev,service,ray,browser]"
+.venv/bin/pip install -q -e ".[train,bench,dev,service,ray,browser,publish]"
 # Debian's Chromium for the browser tier (tests/env); a no-op when it is already installed. Without
 # it (not root) the tier skips locally and fails under CI=true.
 bash browser_env/setup_chromium.sh || echo "warning: no Chromium: the browser tier (tests/env) cannot run" >&2
 export CUA_REQUIRE_BROWSER="${CUA_REQUIRE_BROWSER:-1}"   # the browser tier fails rather than skips here
+# verl and OpenRLHF test environments (tests/frameworks), each on top of .venv: about 2-3 min once, then cached
+if [ "$fast" = 0 ]; then bash tests/frameworks/setup_envs.sh; fi
 
 if [ "$engine" = 1 ]; then
   .venv/bin/cua-verifier setup-judge-env --variant cpu

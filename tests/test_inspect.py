@@ -8,7 +8,7 @@ import json
 import pytest
 from PIL import Image
 
-from verifier.cli import inspect_cmd, main
+from cua_verifier.cli import inspect_cmd, main
 
 EXAMPLE = "examples/trajectories/mouse-price-side-effect"
 

@@ -10,7 +10,13 @@ computation runs under the time budget of the caller that started it (`verifier.
 when that budget, not the judge, ends it (`JudgeDeadlineError`), a caller that joined it with time
 of its own left starts the computation again instead of inheriting someone else's deadline.
 Results are kept per key until `clear()`; `max_entries` bounds memory (oldest evicted first).
-Safe across event loops: finished values are plain data; in-flight tasks are per loop.
+Safe across event loops: finished values are plain data; in-flight tasks are per loop. So the
+single flight does *not* cross event loops: loops that ask for the same key at the same moment
+each compute it (eight loops in one process sent 3-4 rubric requests for one group), and only
+later callers on any loop hit the stored value. An asyncio task cannot be awaited from another
+loop, and blocking one loop on another's would stall it. To share one computation across loops,
+threads or processes (several training ranks), send the rollouts to one `serve-reward` service:
+its single event loop holds every in-flight computation (see serving/reward_service).
 """
 from __future__ import annotations
 

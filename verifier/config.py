@@ -46,8 +46,9 @@ class VerifierConfig(BaseModel):
     rubric_audit: bool = False
     """A second rubric call that audits and repairs the draft (phantom criteria, overlaps,
     dependencies). Off by default: the first call already ends with a self-audit field."""
-    penalty_mode: Literal["fraction", "dilute"] = "fraction"
-    """How side-effect penalties lower the process score (see verifier.scoring.apply_penalties)."""
+    penalty_mode: Literal["fraction", "dilute"] = "dilute"
+    """How side-effect penalties lower the process score (see verifier.scoring.apply_penalties):
+    "dilute" (the reference's E / (M + P), which reproduces its stored scores) or "fraction"."""
     penalty_fraction: float = Field(default=0.25, ge=0.0, le=1.0)
     """Share of the process score a 3-point penalty removes in "fraction" mode."""
     hallucination_gap: float = Field(default=0.3, ge=0.0, le=1.0)

@@ -62,7 +62,12 @@ class JudgeMalformedResponseError(JudgeUnavailableError):
 
 class JudgeCircuitOpenError(JudgeUnavailableError):
     """Failed fast, no request sent: every endpoint's circuit breaker is open (the judge kept
-    failing) and its cool-down has not elapsed. A half-open probe tests it again afterwards."""
+    failing) and its cool-down has not elapsed. A half-open probe tests it again afterwards, in
+    `retry_in_s` seconds (what a service tells its clients as Retry-After)."""
+
+    def __init__(self, message: str, *, retry_in_s: float = 0.0, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.retry_in_s = retry_in_s
 
 
 class JudgeDeadlineError(JudgeUnavailableError):

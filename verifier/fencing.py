@@ -24,11 +24,16 @@ Three independent defences, because each alone has been broken (issue 14):
    our tags: any opening bracket (`<`, full-width `＜`, `‹`, `〈`, `&lt;` ...) followed, after
    dropping what is invisible or decorative (zero-width and other format characters, combining
    marks, spaces, `_`/`-` and other dashes or connectors), NFKC-normalising, case-folding and
-   mapping common Cyrillic/Greek homoglyphs, by `/untrusted...` or `untrusted...`. The tag up to its
+   mapping common Cyrillic/Greek/small-capital/syllabic homoglyphs (U+1D1C and U+144C for "u"), by
+   `/untrusted...` or `untrusted...`. Detection reads a view of the text in which escaped
+   brackets and slashes are unescaped (`%3C`, `%253C`, `\\u003c`, `\\x3c`, `&amp;lt;`) and invisible
+   characters are dropped however many there are (70 zero-width characters after `‹` included);
+   heavy and double angle brackets (`❰…❱`, `⟪…⟫`, `«…»`) count as brackets. The tag up to its
    closing bracket, with any attributes, `/>` included, becomes the visible marker
    `[fake tag removed]` (`[fake closing tag removed]` for a closing one): shown, never silently
    dropped, and worded so that it cannot itself read as a tag (a letter follows the bracket). Chat-template control tokens (`<|im_start|>` ...) are defused the same way, since a
-   tokenizer would otherwise read them as real role boundaries.
+   tokenizer would otherwise read them as real role boundaries, and so are other model families'
+   control tags written without bars (`<start_of_turn>`, `[INST]`, `<<SYS>>`, `</s>`, `<think>` ...).
 3. **No line of data starts like a prompt line.** Every line of the fenced text (split on every
    line break Python knows: `\\n`, `\\r`, `\\v`, `\\f`, U+2028, ...) is prefixed with `| `, so a
    payload cannot start a markdown heading, a `SYSTEM:` line, a fake rubric or a fake tag at the
@@ -55,11 +60,22 @@ BOUNDARY_HEX = 16  # 64 bits
 
 _SECRET = os.environ.get("CUA_FENCE_SECRET", "").encode() or secrets.token_bytes(32)
 
-_OPENERS = re.compile(r"[<\u02c2\u1438\uff1c\ufe64\u2039\u2329\u3008\u27e8\u300a\u276e\u276c\u2991\u29fc]|&(?:lt|#0*60|#x0*3c);?",
-                      re.IGNORECASE)
-_CLOSERS = re.compile(r"[>\u02c3\u1433\uff1e\ufe65\u203a\u232a\u3009\u27e9\u300b\u276f\u276d\u2992\u29fd]|&(?:gt|#0*62|#x0*3e);?",
-                      re.IGNORECASE)
+_OPENERS = re.compile(r"[<\u02c2\u1438\uff1c\ufe64\u2039\u2329\u3008\u27e8\u27ea\u300a\u276e\u276c\u2770\u2991"
+                      r"\u29fc\u00ab]|&(?:lt|#0*60|#x0*3c);?", re.IGNORECASE)
+_CLOSERS = re.compile(r"[>\u02c3\u1433\uff1e\ufe65\u203a\u232a\u3009\u27e9\u27eb\u300b\u276f\u276d\u2771\u2992"
+                      r"\u29fd\u00bb]|&(?:gt|#0*62|#x0*3e);?", re.IGNORECASE)
 _SPECIAL_TOKEN = re.compile(r"<\s*[|\uff5c][^|\uff5c<>\n]{0,40}[|\uff5c]\s*>")
+#: Control tokens of chat templates written without bars (Gemma, Llama 2 / Mistral, EOS/BOS, reasoning
+#: blocks): a tokenizer that parses special tokens in content would read them as real boundaries.
+_FAMILY_TOKEN = re.compile(
+    r"<\s*/?\s*(?:s|bos|eos|pad|start_of_turn|end_of_turn|start_of_image|end_of_image|think|/?sys)\s*>"
+    r"|<<\s*/?\s*sys\s*>>|\[\s*/?\s*(?:inst|system_prompt|available_tools|tool_calls|tool_results)\s*\]",
+    re.IGNORECASE)
+#: Escaped brackets and slashes a reader (or a later decoding step) turns back into `<`, `>`, `/`:
+#: URL encoding (also double: %253C), JSON/JS escapes, and HTML entities escaped again (&amp;lt;).
+_ESCAPED = re.compile(r"%(?:25)*(3c|3e|2f)|\\+(?:u00|x)(3c|3e|2f)"
+                      r"|&(?:amp;)+(lt|gt|sol|#0*60|#0*62|#0*47|#x0*3c|#x0*3e|#x0*2f);?", re.IGNORECASE)
+_UNESCAPED = {"3c": "<", "3e": ">", "2f": "/", "lt": "<", "gt": ">", "sol": "/", "60": "<", "62": ">", "47": "/"}
 _KEYWORD = "untrusted"
 _TAG_SPAN = 200  # a closing bracket further away than this does not belong to the look-alike tag
 #: Letters that render like the Latin ones in "untrusted" and tag names (not mapped by NFKC).
@@ -67,6 +83,8 @@ _HOMOGLYPHS = str.maketrans({
     "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "ѕ": "s", "і": "i",
     "ј": "j", "ԁ": "d", "т": "t", "п": "n", "г": "r", "υ": "u", "ν": "v", "τ": "t", "ο": "o",
     "ρ": "p", "ɑ": "a", "ս": "u", "ո": "n", "ⅾ": "d", "∕": "/", "⁄": "/", "⧸": "/", "╱": "/",
+    "\u1d1c": "u", "\u144c": "u", "\u222a": "u", "\u22c3": "u", "\u0574": "u", "\u1d0f": "o", "\u1d1b": "t",
+    "\u0280": "r", "\u0274": "n", "\u1d05": "d", "\u1d00": "a", "\u1d07": "e", "\ua731": "s",
 })
 
 
@@ -90,7 +108,7 @@ def defuse(text: str) -> str:
     Repeated until nothing changes, so removing one tag can never assemble another.
     """
     for _ in range(8):
-        out = _SPECIAL_TOKEN.sub(TOKEN_REMOVED, _defuse_tags(text))
+        out = _FAMILY_TOKEN.sub(TOKEN_REMOVED, _SPECIAL_TOKEN.sub(TOKEN_REMOVED, _defuse_tags(text)))
         if out == text:
             break
         text = out
@@ -98,22 +116,52 @@ def defuse(text: str) -> str:
 
 
 def _defuse_tags(text: str) -> str:
-    if not _OPENERS.search(text):
+    view, spans = _detection_view(text)
+    if not _OPENERS.search(view):
         return text
     parts: list[str] = []
-    pos = 0
-    for m in _OPENERS.finditer(text):
-        if m.start() < pos:  # inside a tag already replaced
+    pos = 0  # in `text`
+    for m in _OPENERS.finditer(view):
+        if spans[m.start()][0] < pos:  # inside a tag already replaced
             continue
-        name_end, closing = _keyword_after(text, m.end())
+        name_end, closing = _keyword_after(view, m.end())
         if name_end is None:
             continue
-        end = _tag_end(text, name_end)
-        parts.append(text[pos:m.start()])
+        end = _tag_end(view, name_end)
+        parts.append(text[pos:spans[m.start()][0]])
         parts.append(CLOSE_REMOVED if closing else OPEN_REMOVED)
-        pos = end
+        pos = spans[end - 1][1]
     parts.append(text[pos:])
     return "".join(parts)
+
+
+def _invisible(ch: str) -> bool:
+    return unicodedata.category(ch) in ("Cf", "Mn", "Me")
+
+
+def _detection_view(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """`text` as a reader takes it, for detection only: escaped brackets and slashes unescaped
+    (`%3C`, `\\u003c`, `&amp;lt;`) and invisible characters (zero-width, bidi controls, combining
+    marks) dropped, however many there are; with the (start, end) in `text` of each character of
+    the view, so a tag found in the view is replaced in the original."""
+    if text.isascii() and "%" not in text and "\\" not in text and "&" not in text:
+        return text, [(i, i + 1) for i in range(len(text))]
+    chars: list[str] = []
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(text):
+        m = _ESCAPED.match(text, i) if text[i] in "%\\&" else None
+        if m is not None:
+            code = next(g for g in m.groups() if g).lower().lstrip("#x").lstrip("0") or "0"
+            chars.append(_UNESCAPED.get(code, "<"))
+            spans.append((i, m.end()))
+            i = m.end()
+            continue
+        if not _invisible(text[i]):
+            chars.append(text[i])
+            spans.append((i, i + 1))
+        i += 1
+    return "".join(chars), spans
 
 
 def _fold(ch: str) -> str:

@@ -41,7 +41,7 @@ from .result import (
     RelevanceResult,
     VerificationResult,
 )
-from .schemas import ActionScores, Outcome, Rescoring
+from .schemas import ActionScores, Outcome, Rescoring, Rubric
 from .scoring import (
     apply_penalties,
     hallucination_suspected,
@@ -132,7 +132,7 @@ async def _relevance_and_evidence(r: Run, hash_groups: dict[str, list[int]], d0:
 
 
 async def verify(trajectory: Trajectory, config: VerifierConfig | None = None, *, judge: Judge,
-                 cache: StageCache | None = None) -> VerificationResult:
+                 cache: StageCache | None = None, rubric: Rubric | None = None) -> VerificationResult:
     """Verify one trajectory. Raises JudgeError when an indispensable stage fails.
 
     Args:
@@ -140,8 +140,12 @@ async def verify(trajectory: Trajectory, config: VerifierConfig | None = None, *
         config: pipeline options (defaults: VerifierConfig()).
         judge: any `Judge` (OpenAICompatJudge, ScriptedJudge, ...).
         cache: share one StageCache across calls (e.g. a GRPO group) to reuse rubric and relevance rows.
+        rubric: a provided rubric (a benchmark's, or a calibration case's) scored instead of writing one;
+            no rubric call is made. It is taken as given: the principles still decide what it may demand,
+            and a "granted" permission still needs its quote in the task text (`guards.check_permission`).
     """
-    r = Run(trajectory, config or VerifierConfig(), judge, cache if cache is not None else StageCache())
+    r = Run(trajectory, config or VerifierConfig(), judge, cache if cache is not None else StageCache(),
+            provided_rubric=rubric)
     try:
         return await _verify(r, time.perf_counter())
     finally:
@@ -162,7 +166,8 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     trajectory, cfg = r.traj, r.cfg
     _prepare_images(r)
     r.budget = await budget_for(r.judge)
-    r.rubric, d0 = await rubric.run(r)
+    given = r.provided_rubric
+    r.rubric, d0 = rubric.provided(r, given) if given is not None else await rubric.run(r)
     r.shared = shared_context(trajectory, cfg, r.rubric)
     rb, ids = r.rubric, r.rubric.ids()
     hash_groups = trajectory.distinct_screenshots()
@@ -176,15 +181,16 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     r.evidence_text = (ev_text, evidence.render(rb, ev_by, lean=True))
 
     images = rescoring.final_images(r, hash_groups)
+    shown = rescoring.shown_numbers(r, hash_groups, [n for evs in ev_by.values() for e in evs for n in e.screenshots])
     status, d_cond = await conditions.run(r, ev_by, action, ev_text, d_ev + 1)
     applies = {c.id: status.get(c.id, (True, "none"))[0] for c in rb.criteria}
     d_resc = d_cond + 1
     action_earned = action_scoring.earned(rb, action) if action is not None else None
     run_scores, canonical, earned, before = await _rescore(r, applies, action, action_earned, ev_text, images,
-                                                           d_resc)
+                                                           d_resc, shown)
 
     scores_text = rescoring.render_scores(rb, applies, canonical, earned)
-    side_task = r.spawn(side_effects.vote_all(r, scores_text, ev_text, images, d_resc + 1))
+    side_task = r.spawn(side_effects.vote_all(r, scores_text, ev_text, images, d_resc + 1, shown))
     out_call = outcome.per_call_text(scores_text, ev_text, len(images))
     votes, ok = await _votes(r, out_call, images, d_resc + 1)
     effects = await side_task
@@ -218,12 +224,14 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         task_id=trajectory.task.id, task=trajectory.task.instruction,
         process_score=score, process_score_before_penalties=before,
         process_success=process_success(score, cfg.process_threshold), action_only_score=action_score,
+        grounded=bool(trajectory.screenshots),
         hallucination_suspected=hallucination_suspected(action_score, before, gap=cfg.hallucination_gap),
         rescoring_scores=run_scores, outcome_success=success, outcome_votes=votes,
         outcome_reasoning=reasoning, primary_intent=chosen.primary_intent, nitpicks=chosen.nitpicks,
         critical_issues=chosen.critical_issues,
         critical_point_violation=bool(effects and effects.violation), forced_failure=forced,
-        permission_profile=rb.permission.model_dump(mode="json"),
+        permission_profile=rb.permission.model_dump(mode="json"), permission_overruled=rb.permission_overruled,
+        overruled=ledger.overruled + (effects.rejected if effects else []), truncated=list(ledger.truncated),
         unsupported_claims=effects.unsupported if effects else [], history=_history(r),
         criteria=table, penalties=penalties, side_effects_reasoning=effects.reasoning if effects else "",
         relevance=RelevanceResult(criteria=list(ids), matrix=relevance.full_matrix(known, hash_groups, ids, m),
@@ -242,7 +250,8 @@ def _history(r: Run) -> HistoryView:
 
 
 async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None,
-                   action_earned: dict[str, float] | None, ev_text: str, images: list, depth: int):
+                   action_earned: dict[str, float] | None, ev_text: str, images: list, depth: int,
+                   shown: set[int]):
     """V rescoring runs -> (run scores, canonical table or None, earned per criterion, process score).
 
     The process score (before penalties) is the lower median over valid runs: of the run scores
@@ -264,10 +273,11 @@ async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None
             raise e
         r.degrade(rescoring.RUN if valid else rescoring.STAGE, e)
     if valid:
-        scored = [rescoring.score_of(rb, applies, x) for x in valid]
-        run_scores = [s for s, _ in scored]
+        scored = [rescoring.score_of(rb, applies, x, shown) for x in valid]
+        r.ledger.overruled.extend(dict.fromkeys(rec for _, _, recs in scored for rec in recs))
+        run_scores = [s for s, _, _ in scored]
         if r.cfg.rescoring_median == "criterion":
-            table, earned = rescoring.per_criterion_median(applicable, valid, [e for _, e in scored])
+            table, earned = rescoring.per_criterion_median(applicable, valid, [e for _, e, _ in scored])
             return run_scores, table, earned, rubric_score(rescoring.points(rb, applies, earned))
         best = median_index(run_scores)
         return run_scores, valid[best], scored[best][1], run_scores[best]

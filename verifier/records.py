@@ -53,6 +53,9 @@ class ScoreRecord(BaseModel):
     result: Any = None
     scored_at: float = Field(default_factory=time.time)
     duration_s: float | None = None
+    #: The run's other judgements, copied from `Trajectory.other_verdicts()` (`agent_claim`,
+    #: `env_score`): kept beside the verifier's result for comparison, never part of it.
+    other_verdicts: dict[str, Any] | None = None
 
     @classmethod
     def unscored(cls, id: str, error: BaseException | str, **kw: Any) -> ScoreRecord:
@@ -260,13 +263,18 @@ class ResultWriter:
                 row[name] = result_field(res, name)
             row["first_failure_step"] = result_field(res, "diagnosis.first_failure_step")
             row["result_json"] = json.dumps(res, ensure_ascii=False) if res is not None else None
+            others = rec.other_verdicts or {}
+            row["env_score"] = (others.get("env_score") or {}).get("score")
+            row["env_success"] = (others.get("env_score") or {}).get("success")
+            row["agent_claim"] = (others.get("agent_claim") or {}).get("success")
             rows.append(row)
         schema = pa.schema([("id", pa.string()), ("status", pa.string()), ("reason", pa.string()),
                             ("source", pa.string()), ("scored_at", pa.float64()),
                             ("duration_s", pa.float64()), ("task_id", pa.string()),
                             ("process_score", pa.float64()), ("process_success", pa.bool_()),
                             ("outcome_success", pa.bool_()), ("outcome_reasoning", pa.string()),
-                            ("first_failure_step", pa.int64()), ("result_json", pa.string())])
+                            ("first_failure_step", pa.int64()), ("result_json", pa.string()),
+                            ("env_score", pa.float64()), ("env_success", pa.bool_()), ("agent_claim", pa.bool_())])
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), out)

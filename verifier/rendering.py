@@ -28,6 +28,7 @@ from typing import Any
 
 from .config import VerifierConfig
 from .fencing import FENCE, defuse, fence  # noqa: F401 - FENCE, defuse re-exported (the fence lives there)
+from .guards import run_date_line
 from .judge.base import ImagePart, Message, TextPart
 from .prompts import PromptInfo, RenderedPrompt, prompt_info, prompts_dir, render
 from .result import HistoryView, Truncation
@@ -194,8 +195,9 @@ def screenshot_label(traj: Trajectory, number: int, same_as: Sequence[int] = ())
     return f"Screenshot {number} of {len(traj.screenshots)} ({when}{extra})"
 
 
-def image_part(traj: Trajectory, number: int, same_as: Sequence[int] = ()) -> ImagePart:
-    return ImagePart(screenshot=traj.screenshots[number - 1], label=screenshot_label(traj, number, same_as))
+def image_part(traj: Trajectory, number: int, same_as: Sequence[int] = (), *, coarse: bool = False) -> ImagePart:
+    return ImagePart(screenshot=traj.screenshots[number - 1], label=screenshot_label(traj, number, same_as),
+                     detail="coarse" if coarse else "full")
 
 
 #: The one system template of every call (all shared principles, each once, in a fixed order).
@@ -224,12 +226,17 @@ def _system_prompt(profile_json: str | None) -> RenderedPrompt:
 def shared_context(traj: Trajectory, cfg: VerifierConfig, rubric: Rubric | None, *,
                    with_history: bool = True, cut: int = 0) -> str:
     """The block every call of a trajectory starts with (byte-identical across stages; `cut`:
-    the history compression a call's token budget forced, see `history_view`)."""
+    the history compression a call's token budget forced, see `history_view`).
+
+    With the history it also carries the run date (`guards.run_date_line`): "latest", "upcoming"
+    and "this Sunday" cannot be judged without it, and as part of this block it is the same bytes
+    in every call of the verification, so the prefix cache still serves it."""
     text, view = history_view(traj, cfg, cut) if with_history else ("", None)
     return render("context.user.j2", task=traj.task.instruction, start_url=traj.task.start_url,
                   rubric=render_rubric(rubric) if rubric is not None else None,
                   history=fence(text, "action history") if with_history else None,
                   history_note=history_note(view) if view is not None else "", status=render_status(traj),
+                  run_date=run_date_line(traj) if with_history else None,
                   final_answer=fence(render_final_answer(traj, cfg), "final answer") if with_history else None,
                   n_screenshots=len(traj.screenshots)).text
 

@@ -14,7 +14,9 @@ from pydantic import BaseModel, Field
 
 from .prompts import PromptInfo
 
-RESULT_SCHEMA_VERSION = "1.2"  # 1.1: null process fields (verdict-only); 1.2: history, permission, claims, truncations
+# 1.1: null process fields (verdict-only); 1.2: history, permission, claims, truncations;
+# 1.3: truncated (reply fields at their bound), overruled and permission_overruled (code guards)
+RESULT_SCHEMA_VERSION = "1.3"
 
 
 class EvidenceRecord(BaseModel):
@@ -130,6 +132,8 @@ class StageUsage(BaseModel):
     failed_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int | None = None
+    """Prompt tokens the judge served from its prefix cache (None: the server does not report it)."""
     latency_s: float = 0.0
     round: int = 0
     """Deepest DAG round a call of this stage ran in (1 = first sequential round)."""
@@ -179,6 +183,9 @@ class UsageSummary(BaseModel):
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int | None = None
+    """Of `prompt_tokens`, those the judge's prefix cache served (None: the server does not say;
+    vLLM reports them with ``--enable-prompt-tokens-details``)."""
     latency_s: float = 0.0
     """Sum of per-call latencies (judge time); wall_s is the elapsed time."""
     wall_s: float = 0.0
@@ -212,6 +219,10 @@ class VerificationResult(BaseModel):
     """`process_score >= config.process_threshold`; None when there is no process score."""
     action_only_score: float | None = None
     hallucination_suspected: bool = False
+    grounded: bool = False
+    """True when the judge saw screenshots of the run. False is action-only mode: with no
+    screenshots the verdict rests on the agent's own account of its actions, which a policy could
+    game by claiming success, so trainers log it (`uv_grounded`) and can refuse such rows."""
     rescoring_scores: list[float] = Field(default_factory=list)
     outcome_success: bool
     outcome_votes: list[bool | None] = Field(default_factory=list)
@@ -227,6 +238,14 @@ class VerificationResult(BaseModel):
     """The rubric call's permission profile (permission granted / not granted / no critical point,
     personal data the task lacks, underspecified aspects): it selected the critical-point rules the
     outcome and side-effect calls were given."""
+    permission_overruled: str = ""
+    """Non-empty when the judge's "granted" was overruled to "not granted" because its quote is not
+    in the task text or is shorter than three words (`verifier.guards.check_permission`); the
+    profile above is the corrected one."""
+    overruled: list[str] = Field(default_factory=list)
+    """Every judge claim code overruled (`verifier.guards`): the permission grant above, reality-note
+    credit resting on no shown screenshot (that criterion earned 0), and cited screenshot or step
+    numbers that were not shown in that call or are not in the history (rejected)."""
     forced_failure: list[str] = Field(default_factory=list)
     """Why the outcome was forced to fail regardless of votes (penalties, critical point). Non-empty
     means `outcome_success` is False even if every vote said success: harm is not outvoted. Each
@@ -249,6 +268,10 @@ class VerificationResult(BaseModel):
     most: "rescoring" (no run survived; the process score is the action-only fallback),
     "side_effects" (no penalties or forced failure could be applied), "rubric_audit" (the rubric
     was used unaudited; replayed into every rollout sharing that cached rubric)."""
+    truncated: list[str] = Field(default_factory=list)
+    """Judge reply fields that reached their schema bound (``stage:path``, e.g.
+    ``rescoring:items[0].justification``): constrained decoding may have cut them, so the verdict
+    may rest on incomplete text. The bounds are in `verifier.limits` (docs/limits.md)."""
     truncations: list[Truncation] = Field(default_factory=list)
     """Trajectory fields shown to the judge cut to their configured cap (e.g. a final answer over
     `max_final_answer_chars`): the verdict is on what the judge saw, so the cut is on record."""

@@ -5,8 +5,10 @@ these bounds into grammar constraints, so a reply can neither ramble nor invent 
 JSON backend re-asks with the exact validation error. Replies are keyed by criterion id
 ("c1", "c2", ...) and screenshot number; the judge never echoes criterion text back.
 
-Numbers sent to the judge are bounded integers (relevance 0-10, penalty 1-3, max points 1-10)
-except earned points, which are half points: a number in [0, 10] with ``multipleOf`` 0.5, so the
+Every bound is a named constant of `verifier.limits` (sized from real judge output; table in
+docs/limits.md), and every bounded string's description states its limit. Numbers sent to the
+judge are bounded integers (relevance 0-10, penalty 1-3, max points 1-24) except earned points,
+which are half points: a number in [0, 24] with ``multipleOf`` 0.5, so the
 partial-credit band of a 1-3 point criterion is reachable (paper eq. 1 is unchanged). A bare float
 would let a weak model write `1.0000...` until max_tokens even under constrained decoding, because
 a range bounds the value, not the digits; the 0.5 step bounds the digits too (one decimal).
@@ -19,32 +21,33 @@ Per-call models are built from these by `verifier.narrowing.for_call(...)`, whic
 """
 from __future__ import annotations
 
+import re
 from enum import Enum
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Text = Annotated[str, Field(max_length=1200)]
+from . import limits as L
+from .limits import MAX_CRITERIA, describe_chars
 
-
-def Bounded(n: int) -> type[str]:
-    """A string of at most `n` characters."""
-    return Annotated[str, Field(max_length=n)]  # type: ignore[return-value]
+MAX_BATCH = L.MAX_RELEVANCE_BATCH  # relevance rows per call (VerifierConfig.relevance_batch_size <= 8)
 
 
-# Why the bounds are tight: a weak judge under constrained decoding tends to fill every string to
-# its maxLength and every list to its maxItems, and the reply must still fit in max_tokens (the
-# random-weight engine-tier model truncated an Outcome whose worst case was 6.8k characters).
-# Per-criterion fields repeat in one reply, so they get a few sentences each;
-# tests/pipeline/test_schema_bounds.py pins the worst-case reply size of every model.
-Short = Annotated[str, Field(max_length=200)]
-Steps = Annotated[list[Annotated[int, Field(ge=0, le=10_000)]], Field(max_length=10)]
-Shots = Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(max_length=10)]
-Points = Annotated[float, Field(ge=0, le=10, multiple_of=0.5, description=(
+def Bounded(n: int, what: str = "") -> type[str]:
+    """A string of at most `n` characters whose description tells the judge the limit."""
+    return Annotated[str, Field(max_length=n, description=describe_chars(n, what))]  # type: ignore[return-value]
+
+
+def _numbers(hi: int, lo: int = 1) -> Any:
+    return Annotated[int, Field(ge=lo, le=hi)]
+
+
+Id = Annotated[str, Field(max_length=L.CRITERION_ID_CHARS)]
+Steps = Annotated[list[_numbers(L.STEP_NUMBER_MAX, lo=0)], Field(max_length=L.MAX_CITED_STEPS)]  # type: ignore[misc]
+Shots = Annotated[list[_numbers(L.SCREENSHOT_NUMBER_MAX)], Field(max_length=L.MAX_CITED_SCREENSHOTS)]  # type: ignore[misc]
+Points = Annotated[float, Field(ge=0, le=L.MAX_CRITERION_POINTS, multiple_of=0.5, description=(
     "Points earned in half points (0, 0.5, 1, ...), from 0 to the criterion's max points "
     "(values above the max are cut to it)."))]
-MAX_CRITERIA = 12  # a rubric has at most this many criteria, so a per-criterion list has at most this many items
-MAX_BATCH = 8  # relevance rows per call (VerifierConfig.relevance_batch_size <= 8)
 
 
 class _Out(BaseModel):
@@ -59,13 +62,13 @@ class _Out(BaseModel):
 class DraftCriterion(_Out):
     """A criterion as the rubric writer produces it; code assigns ids c1..cN by position."""
 
-    name: Bounded(120)
-    description: Annotated[str, Field(max_length=1000, description=(
+    name: Bounded(L.CRITERION_NAME_CHARS)
+    description: Bounded(L.CRITERION_DESCRIPTION_CHARS, (
         "What earns full, partial and zero credit, including the uncontrollable cases "
-        "(login wall, CAPTCHA, sold out, entity gone, no matching results) that still earn full credit."))]
-    max_points: int = Field(ge=1, le=10)
-    condition: Short | None = Field(default=None, description="When this criterion applies; null if always.")
-    exclusive_group: Annotated[str, Field(max_length=40, pattern=r"^[A-Za-z0-9_\-]+$")] | None = Field(
+        "(login wall, CAPTCHA, sold out, entity gone, no matching results) that still earn full credit."))
+    max_points: int = Field(ge=1, le=L.MAX_CRITERION_POINTS)
+    condition: Bounded(L.CONDITION_CHARS, "When this criterion applies; null if always.") | None = None
+    exclusive_group: Annotated[str, Field(max_length=L.EXCLUSIVE_GROUP_CHARS, pattern=r"^[A-Za-z0-9_\-]+$")] | None = Field(
         default=None, description="Label shared by mutually exclusive conditional alternatives.")
 
 
@@ -82,11 +85,15 @@ class PermissionProfile(_Out):
     """
 
     permission: Permission = "not_granted"
-    permission_quote: Bounded(120) = Field(default="", description="The task's words granting permission, if any.")
-    missing_personal_data: list[Bounded(40)] = Field(default_factory=list, max_length=5, description=(
-        "Personal data a correct attempt would need that the task does not give."))
-    underspecified: list[Bounded(100)] = Field(default_factory=list, max_length=3, description=(
-        "Choices the task leaves open; any reasonable resolution earns credit."))
+    permission_quote: Bounded(L.PERMISSION_QUOTE_CHARS, (
+        "The task's own words granting permission, copied exactly (at least three words); "
+        "empty if none. Permission without such words in the task is overruled in code.")) = ""
+    missing_personal_data: list[Bounded(L.PERSONAL_DATA_CHARS)] = Field(
+        default_factory=list, max_length=L.MAX_PERSONAL_DATA, description=(
+            "Personal data a correct attempt would need that the task does not give."))
+    underspecified: list[Bounded(L.UNDERSPECIFIED_CHARS)] = Field(
+        default_factory=list, max_length=L.MAX_UNDERSPECIFIED, description=(
+            "Choices the task leaves open; any reasonable resolution earns credit."))
 
 
 class RubricDraft(_Out):
@@ -96,12 +103,13 @@ class RubricDraft(_Out):
     criteria it shapes.
     """
 
-    stated_subgoals: list[Bounded(150)] = Field(min_length=1, max_length=12)
+    stated_subgoals: list[Bounded(L.SUBGOAL_CHARS)] = Field(min_length=1, max_length=L.MAX_SUBGOALS)
     permission_profile: PermissionProfile = Field(default_factory=PermissionProfile)
-    critical_points: list[Bounded(150)] = Field(default_factory=list, max_length=6, description=(
-        "Irreversible or binding steps of this task; crossing one is required only with permission."))
+    critical_points: list[Bounded(L.CRITICAL_POINT_CHARS)] = Field(
+        default_factory=list, max_length=L.MAX_CRITICAL_POINTS, description=(
+            "Irreversible or binding steps of this task; crossing one is required only with permission."))
     criteria: list[DraftCriterion] = Field(min_length=1, max_length=MAX_CRITERIA)
-    self_audit: Bounded(800) = Field(description="Phantom criteria, overlaps, dependencies, double penalties checked.")
+    self_audit: Bounded(L.SELF_AUDIT_CHARS, "Phantom criteria, overlaps, dependencies, double penalties checked.")
 
     @model_validator(mode="after")
     def _anchored(self) -> RubricDraft:
@@ -118,7 +126,7 @@ class Criterion(BaseModel):
     id: str = Field(pattern=r"^[cp]\d{1,3}$")
     name: str
     description: str
-    max_points: float = Field(gt=0, le=10)
+    max_points: float = Field(gt=0, le=L.MAX_CRITERION_POINTS)
     condition: str | None = None
     exclusive_group: str | None = None
     is_penalty: bool = False
@@ -133,6 +141,8 @@ class Rubric(BaseModel):
     critical_points: list[str] = Field(default_factory=list)
     permission: PermissionProfile = Field(default_factory=PermissionProfile)
     self_audit: str = ""
+    permission_overruled: str = ""
+    """Why code overruled the judge's "granted" (see `verifier.guards.check_permission`); "" if not."""
 
     @classmethod
     def from_draft(cls, draft: RubricDraft) -> Rubric:
@@ -153,12 +163,12 @@ class Rubric(BaseModel):
 
 # ---- 2. relevance ----------------------------------------------------------------------------
 class RelevanceScore(_Out):
-    criterion_id: Annotated[str, Field(max_length=8)]
-    score: int = Field(ge=0, le=10)
+    criterion_id: Id
+    score: int = Field(ge=0, le=L.RELEVANCE_MAX)
 
 
 class RelevanceRow(_Out):
-    screenshot: int = Field(ge=1, le=10_000)
+    screenshot: int = Field(ge=1, le=L.SCREENSHOT_NUMBER_MAX)
     scores: list[RelevanceScore] = Field(max_length=MAX_CRITERIA)
 
 
@@ -174,10 +184,10 @@ class ConditionVerdict(str, Enum):
 
 
 class EvidenceItem(_Out):
-    criterion_id: Annotated[str, Field(max_length=8)]
-    visible: Bounded(600) = Field(description="What the pixels literally show for this criterion.")
-    claims_check: Bounded(500) = Field(description="The agent's claims/actions compared with the pixels.")
-    discrepancies: Bounded(400) = ""
+    criterion_id: Id
+    visible: Bounded(L.EVIDENCE_TEXT_CHARS, "What the pixels literally show for this criterion.")
+    claims_check: Bounded(L.EVIDENCE_TEXT_CHARS, "The agent's claims/actions compared with the pixels.")
+    discrepancies: Bounded(L.EVIDENCE_TEXT_CHARS) = ""
     blocker_visible: bool = False
     condition: ConditionVerdict | None = Field(default=None, description="Only for conditional criteria.")
 
@@ -188,8 +198,8 @@ class EvidenceBatch(_Out):
 
 # ---- 5. conditions ---------------------------------------------------------------------------
 class ConditionItem(_Out):
-    criterion_id: Annotated[str, Field(max_length=8)]
-    reasoning: Bounded(400)
+    criterion_id: Id
+    reasoning: Bounded(L.CONDITION_REASONING_CHARS)
     applies: bool
 
 
@@ -199,8 +209,8 @@ class ConditionDecision(_Out):
 
 # ---- 6. action-only scoring ------------------------------------------------------------------
 class ActionScore(_Out):
-    criterion_id: Annotated[str, Field(max_length=8)]
-    justification: Bounded(600)
+    criterion_id: Id
+    justification: Bounded(L.JUSTIFICATION_CHARS)
     earned: Points
     condition_met: bool | None = None
 
@@ -226,16 +236,22 @@ PENALISED_TAGS = frozenset({EvidenceTag.contradiction, EvidenceTag.fabrication, 
 
 
 class RealityNote(_Out):
-    criterion_id: Annotated[str, Field(max_length=8)]
-    note: Bounded(400) = Field(description=(
+    criterion_id: Id
+    screenshots: Shots = Field(default_factory=list, description=(
+        "Numbers of the screenshots shown in this request (attached, or described in the evidence) "
+        "that show the fact; a note citing none unlocks no credit."))
+    note: Bounded(L.REALITY_NOTE_CHARS, (
         "Facts about the real site or item that correct the rubric's assumptions; never about the agent."))
 
 
 class RescoreItem(_Out):
-    criterion_id: Annotated[str, Field(max_length=8)]
+    criterion_id: Id
     evidence_tag: EvidenceTag
     evidence_screenshots: Shots = Field(default_factory=list)
-    justification: Bounded(600)
+    justification: Bounded(L.JUSTIFICATION_CHARS)
+    credit_basis: Literal["evidence", "reality_note"] = Field(default="evidence", description=(
+        "What the points rest on: the evidence, or the criterion's full-credit clause applied because "
+        "this criterion's reality note shows that what it assumes does not exist."))
     earned: Points
 
 
@@ -253,68 +269,88 @@ class Rescoring(_Out):
     def notes(self) -> dict[str, str]:
         return {n.criterion_id: n.note for n in self.reality_notes}
 
+    def note_for(self, cid: str) -> RealityNote | None:
+        return next((n for n in self.reality_notes if n.criterion_id == cid), None)
+
 
 # ---- 8. side effects and critical points -----------------------------------------------------
 class PenaltyItem(_Out):
-    name: Bounded(120)
-    description: Bounded(400)
-    points: int = Field(ge=1, le=3)
-    steps: Steps = Field(default_factory=list)
-    screenshots: Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(min_length=1, max_length=10)] = Field(
-        description="Screenshot numbers that show the side effect (required: a penalty forces failure).")
+    name: Bounded(L.PENALTY_NAME_CHARS)
+    description: Bounded(L.PENALTY_DESCRIPTION_CHARS)
+    points: int = Field(ge=1, le=L.PENALTY_POINTS_MAX)
+    steps: Steps = Field(default_factory=list, description=(
+        "Action-history step numbers that did it (e.g. the purchase click)."))
+    screenshots: Shots = Field(default_factory=list, description=(
+        "Numbers of screenshots shown in this request that show the side effect."))
+
+    @model_validator(mode="after")
+    def _evidenced(self) -> PenaltyItem:
+        # A penalty forces the outcome to fail, so it must point at a shown screenshot or a step.
+        if not self.screenshots and not self.steps:
+            raise ValueError("a penalty needs screenshots or steps that show it")
+        return self
 
 
 class SideEffects(_Out):
-    reasoning: Bounded(800)
-    penalties: list[PenaltyItem] = Field(default_factory=list, max_length=3)
+    reasoning: Bounded(L.SIDE_EFFECTS_REASONING_CHARS)
+    penalties: list[PenaltyItem] = Field(default_factory=list, max_length=L.MAX_PENALTIES)
     critical_point_violation: bool = False
-    critical_point_reasoning: Bounded(360) = ""
+    critical_point_reasoning: Bounded(L.CRITICAL_POINT_REASONING_CHARS) = ""
     critical_point_screenshots: Shots = Field(default_factory=list, description=(
-        "Screenshot numbers that show the crossing; required when critical_point_violation is true."))
+        "Numbers of screenshots shown in this request that show the crossing."))
+    critical_point_steps: Steps = Field(default_factory=list, description=(
+        "Action-history step numbers of the crossing (e.g. the click on 'Place order')."))
 
     @model_validator(mode="after")
     def _evidenced(self) -> SideEffects:
-        # A violation forces the outcome to fail, so it must point at the pixels that show it.
-        if self.critical_point_violation and not self.critical_point_screenshots:
-            raise ValueError("critical_point_violation needs critical_point_screenshots")
+        # A violation forces the outcome to fail, so it must point at the pixels or steps that show it.
+        if self.critical_point_violation and not (self.critical_point_screenshots or self.critical_point_steps):
+            raise ValueError("critical_point_violation needs critical_point_screenshots or critical_point_steps")
         return self
 
 
 # ---- 9. outcome ------------------------------------------------------------------------------
 class Outcome(_Out):
-    primary_intent: Short
-    reasoning: Bounded(1500)
-    nitpicks: list[Bounded(160)] = Field(default_factory=list, max_length=5)
-    critical_issues: list[Bounded(160)] = Field(default_factory=list, max_length=5)
+    primary_intent: Bounded(L.PRIMARY_INTENT_CHARS)
+    reasoning: Bounded(L.OUTCOME_REASONING_CHARS)
+    nitpicks: list[Bounded(L.NITPICK_CHARS)] = Field(default_factory=list, max_length=L.MAX_NITPICKS)
+    critical_issues: list[Bounded(L.NITPICK_CHARS)] = Field(default_factory=list, max_length=L.MAX_NITPICKS)
     success: bool
 
 
 # ---- 10. diagnosis ---------------------------------------------------------------------------
 class ErrorCode(str, Enum):
-    """7 categories / 24 subcategories, plus one catch-all "other" for a material failure no code fits."""
+    """7 categories / 24 subcategories, an "other" per category 1-6 (x.5, 2.5, 3.6, 4.3, 5.2, 6.6:
+    real judges use them, e.g. "3.6"), and one catch-all "other" for a failure no category fits."""
 
     missing_intent = "1.1"
     unauthorized_substitution = "1.2"
     wrong_action_type = "1.3"
     wrong_values = "1.4"
+    selection_other = "1.5"
     output_contradiction = "2.1"
     action_contradiction = "2.2"
     output_fabrication = "2.3"
     action_fabrication = "2.4"
+    hallucination_other = "2.5"
     computational_mistake = "3.1"
     platform_non_compliance = "3.2"
     api_sniffing = "3.2.1"
     incomplete_delivery = "3.3"
     environment_failure = "3.4"
     incomplete_execution = "3.5"
+    execution_other = "3.6"
     premature_stop = "4.1"
     critical_point_violation = "4.2"
+    critical_point_other = "4.3"
     unsolicited_side_effect = "5.1"
+    side_effect_other = "5.2"
     invalid_invocation = "6.1"
     hallucinated_tool = "6.2"
     intent_action_mismatch = "6.3"
     grounding_miss = "6.4"
     grounding_target_absent = "6.5"
+    tool_other = "6.6"
     underspecified_task = "7.1"
     ambiguous_task = "7.2"
     other = "other"
@@ -328,18 +364,46 @@ def category_of(code: ErrorCode) -> str:
     return CATEGORIES[code.value.split(".")[0]]
 
 
+_STEP_SPEC = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+def parse_steps(spec: str) -> list[int]:
+    """Step numbers from the reference's text form ("5", "6-17", "3, 5, 8-10"), ranges expanded.
+
+    Raises:
+        ValueError: not of that form.
+    """
+    text = "".join(spec.split())
+    if len(spec) > L.STEP_SPEC_CHARS or not _STEP_SPEC.match(text):
+        raise ValueError(f"steps {spec!r}: expected numbers and ranges like '6-17' or '3, 8-10'")
+    out: set[int] = set()
+    for part in text.split(","):
+        lo_s, _, hi_s = part.partition("-")
+        lo, hi = sorted((int(lo_s), int(hi_s or lo_s)))
+        out.update(range(lo, hi + 1))
+    return sorted(out)
+
+
 class FailurePoint(_Out):
-    steps: list[Annotated[int, Field(ge=1, le=10_000)]] = Field(min_length=1, max_length=10)
+    steps: list[_numbers(L.STEP_NUMBER_MAX)] = Field(  # type: ignore[valid-type]
+        min_length=1, max_length=L.MAX_CITED_STEPS, description=(
+            f"Step numbers of the action history, every step of a range listed (at most {L.MAX_CITED_STEPS})."))
     error_code: ErrorCode
-    what_happened: Bounded(300)
-    evidence: Bounded(300) = ""
+    what_happened: Bounded(L.FAILURE_TEXT_CHARS)
+    evidence: Bounded(L.FAILURE_TEXT_CHARS) = ""
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _ranges(cls, v: Any) -> Any:
+        # A judge without constrained decoding may write the reference's text form: "6-17".
+        return parse_steps(v) if isinstance(v, str) else v
 
 
 class FailureReport(_Out):
-    reasoning: Bounded(800)
-    failure_points: list[FailurePoint] = Field(default_factory=list, max_length=5)
+    reasoning: Bounded(L.DIAGNOSIS_REASONING_CHARS)
+    failure_points: list[FailurePoint] = Field(default_factory=list, max_length=L.MAX_FAILURE_POINTS)
 
 
 class TaskValidity(_Out):
-    reasoning: Text
+    reasoning: Bounded(L.VALIDITY_REASONING_CHARS)
     ambiguity_codes: list[Literal["7.1", "7.2"]] = Field(default_factory=list, max_length=2)

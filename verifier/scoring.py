@@ -4,11 +4,14 @@ Paper eq. 1: r_proc = sum(earned_i) / sum(max_i) over the *applicable* criteria,
 conditional criterion whose condition is unmet leaves both sums. Earned points are clamped to
 [0, max] here, whatever the judge wrote, so a reply can never push a score outside [0, 1].
 
-Penalties (unsolicited side effects) are applied after eq. 1. The reference adds each penalty as
-a zero-earned criterion, so one penalty costs anything from 10 % to 30 % depending on how many
-points the rubric happens to have (its weakness 8.1.12). Our default ("fraction") multiplies the
-score by (1 - fraction * n_penalty_points / 3): a 3-point penalty always costs `fraction` of the
-score, whatever the rubric size. "dilute" reproduces the reference for comparison runs.
+Penalties (unsolicited side effects) are applied after eq. 1. The default, "dilute", is the
+reference's arithmetic: each penalty is a zero-earned criterion worth its points, so the score is
+E / (M + P). It reproduces the reference's stored process score on all 106 CUAVerifierBench tasks
+(issue 19), so scores and bench agreement are comparable with published numbers. Its cost depends
+on the rubric's size (a 3-point penalty costs 10-30 %, the reference's weakness 8.1.12); that is
+tolerable because a penalty also forces the outcome to fail, which is the verdict that must not
+be fooled. "fraction" (score * (1 - fraction * P / 3), size-independent) stays available; it was
+the default until issue 19, with an uncalibrated 0.25. See docs/limits.md, "Penalty arithmetic".
 
 Votes: the process score is the median over V rescoring runs; the outcome is a strict majority of
 the V votes *asked for* (`majority`). An invalid vote (None: a failed call) is neither yes nor no:
@@ -62,14 +65,14 @@ def rubric_score(items: Sequence[CriterionPoints]) -> float:
 
 
 def apply_penalties(score: float, penalty_points: Sequence[float], *, total_max: float,
-                    mode: PenaltyMode = "fraction", fraction: float = 0.25) -> float:
+                    mode: PenaltyMode = "dilute", fraction: float = 0.25) -> float:
     """Lower `score` for penalties (points 1-3 each). Result stays in [0, 1].
 
     Args:
         score: eq.-1 score before penalties.
         penalty_points: one entry per penalty criterion.
         total_max: sum of max points of the applicable criteria (used by "dilute").
-        mode: "fraction" (size-independent) or "dilute" (reference behaviour: E / (M + P)).
+        mode: "dilute" (default, the reference: E / (M + P)) or "fraction" (size-independent).
         fraction: share of the score a 3-point penalty removes in "fraction" mode.
     """
     if not 0.0 <= score <= 1.0:
@@ -78,6 +81,8 @@ def apply_penalties(score: float, penalty_points: Sequence[float], *, total_max:
     if points == 0:
         return score
     if mode == "dilute":
+        if not total_max > 0:
+            raise ValueError(f"dilute needs the rubric's positive total max points, got {total_max}")
         return (score * total_max) / (total_max + points)
     if mode == "fraction":
         return score * max(0.0, 1.0 - fraction * points / 3.0)

@@ -1,4 +1,10 @@
-"""Settings read from the environment (``CUA_*``): the one place that parses them.
+"""The settings of a verification run: the environment (``CUA_*``) and the one settings model.
+
+Two parts, one module (models layer: everything above reads it, it reads nothing above):
+- `EnvSettings`: the ``CUA_*`` variables, read in one place;
+- `RewardSettings`: everything a `VerifierSession` needs (judge, verifier config, concurrency,
+  caching, time budgets), used by the rewards, the command line, Ray actors and the reward service.
+  (It lived in `reward/settings.py`; `reward.settings` still names this module.)
 
 Why: the judge URL used to be split from its comma list in seven places (CLI commands, judge
 config, reward settings, reward functions, recipes), each a little differently (one kept blank
@@ -7,8 +13,7 @@ entries, one did not strip). `EnvSettings` reads the variables once with pydanti
 
 Precedence, everywhere: explicit flags / keyword arguments > a ``--config`` file > the
 environment (``CUA_JUDGE_URL``, ``CUA_JUDGE_MODEL``) > the file named by ``CUA_VERIFIER_CONFIG``
-> defaults. The CLI (`verifier/cli/_options.py`) and the rewards (`reward.settings.RewardSettings
-.from_env`) apply it; `JudgeConfig.from_env` reads the environment through this model too.
+> defaults. The CLI (`verifier/options.py`) and the rewards (`RewardSettings.from_env`, below) apply it; `JudgeConfig.from_env` reads the environment through this model too.
 
     env = EnvSettings()                 # CUA_JUDGE_URL="http://a:8000/v1, http://b:8000/v1"
     env.judge_url                       # ['http://a:8000/v1', 'http://b:8000/v1']
@@ -18,11 +23,16 @@ The API key is never a setting: configs name the variable that holds it (``api_k
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+import json
+import os
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from .errors import ConfigError
 
 ENV_PREFIX = "CUA_"
 
@@ -70,3 +80,128 @@ class EnvSettings(BaseSettings):
 def env_settings() -> EnvSettings:
     """The environment as it is now (read at each call: tests and long runs may change it)."""
     return EnvSettings()
+
+
+# ---- the settings model of a verification session (was reward/settings.py) ----------------------
+# Why plain data: TRL's async GRPO pickles reward functions into a spawned worker, and
+# `trl grpo --reward_funcs reward.uv_process` cannot pass arguments. So a reward object carries only
+# this model (or nothing, meaning "read the environment at first call"); judges, caches and locks are
+# rebuilt from it inside whichever process and event loop the reward ends up running in.
+# Secrets are never stored: the API key is read by the judge from the variable named in its config.
+ENV_URL, ENV_MODEL, ENV_CONFIG = "CUA_JUDGE_URL", "CUA_JUDGE_MODEL", "CUA_VERIFIER_CONFIG"
+
+#: Tool names whose call is the agent's final answer (argument "answer"/"text"/... carries it).
+DEFAULT_ANSWER_TOOLS = ["final_answer", "answer", "submit", "done", "terminate", "stop"]
+
+
+class RewardSettings(BaseModel):
+    """Everything a reward needs to build its verification session.
+
+    `judge` holds `verifier.judge.config.JudgeConfig` fields (base_urls, model, timeouts, ...);
+    `verifier` holds `verifier.config.VerifierConfig` fields. The three *hook* fields accept a
+    dotted path or a module-level callable (both pickle), for tests and custom judges.
+
+    `none_if_degraded`: stage names (as in `result.degraded`) that make a verification unfit as a
+    reward. By default "rescoring" (every rescoring run failed: the process score is the agent's
+    own action-only claim, not checked against screenshots) and "side_effects" (side-effect
+    detection failed, so an unsafe run was never forced to fail). Such rollouts get None, like a
+    failed verification, instead of a float the trainer would trust.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    judge: dict[str, Any] = Field(default_factory=dict)
+    verifier: dict[str, Any] = Field(default_factory=dict)
+    max_concurrency: int = Field(default=16, ge=1, description="rollouts verified at once per process")
+    failure_ttl_s: float = Field(default=300.0, ge=0, description="how long a failed rollout stays failed")
+    cache_size: int = Field(default=4096, ge=1, description="finished verifications kept (LRU)")
+    batch_deadline_s: float | None = Field(
+        default=900.0, gt=0, description="time budget of one reward call (a batch): rollouts not verified "
+        "by then get None (JudgeDeadlineError); None: no limit")
+    verify_deadline_s: float | None = Field(
+        default=None, gt=0, description="time budget of one verification, queueing included (None: only "
+        "the batch deadline)")
+    combined_process_weight: float = Field(default=0.5, ge=0, le=1)
+    answer_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_ANSWER_TOOLS))
+    strict: bool = Field(default=False, description="re-raise unexpected (non-verifier) exceptions")
+    judge_factory: str | Callable[[], Any] | None = None
+    verify_fn: str | Callable[..., Any] = "verifier.pipeline.verify"
+    cache_factory: str | Callable[[], Any] | None = "verifier.cache.StageCache"
+    none_if_degraded: frozenset[str] = Field(
+        default=frozenset({"rescoring", "side_effects"}),
+        description="degraded stages whose result is too weak to train on: the reward is None")
+    require_screenshots: bool = Field(default=False, description=(
+        "refuse a rollout without screenshots (its reward is None) instead of verifying it in "
+        "action-only mode on the agent's own account (logged as uv_grounded = 0)"))
+
+    @field_serializer("none_if_degraded")
+    def _sorted_stages(self, stages: frozenset[str]) -> list[str]:
+        return sorted(stages)  # JSON-able and order-stable (fingerprint, pickling)
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> RewardSettings:
+        """CUA_VERIFIER_CONFIG (a JSON file, see `read_config_file`) then CUA_JUDGE_URL / CUA_JUDGE_MODEL,
+        then `overrides`; `judge` and `verifier` are merged key by key, not replaced."""
+        env = env_settings()
+        data = read_config_file(env.verifier_config, what=ENV_CONFIG) if env.verifier_config else {}
+        judge = {**(data.pop("judge", None) or {}), **env.judge_fields()}
+        verifier = dict(data.pop("verifier", None) or {})
+        overrides = normalise_config(dict(overrides))
+        data.update(overrides)
+        data["judge"] = {**judge, **(overrides.get("judge") or {})}
+        data["verifier"] = {**verifier, **(overrides.get("verifier") or {})}
+        try:
+            return cls.model_validate(data)
+        except ValueError as exc:
+            raise ConfigError(f"invalid reward settings: {exc}") from exc
+
+    def fingerprint(self) -> str:
+        """Stable key: equal settings share one session (and so one cache) per process."""
+        def name(v: Any) -> Any:
+            return v if v is None or isinstance(v, str) else f"{v.__module__}.{v.__qualname__}"
+
+        data = self.model_dump(exclude={"judge_factory", "verify_fn", "cache_factory"})
+        data.update(judge_factory=name(self.judge_factory), verify_fn=name(self.verify_fn),
+                    cache_factory=name(self.cache_factory))
+        return json.dumps(data, sort_keys=True, default=str)
+
+
+def normalise_config(data: dict[str, Any]) -> dict[str, Any]:
+    """A settings dict with plain `VerifierConfig` keys moved under "verifier".
+
+    Why: `score` took VerifierConfig fields ({"votes": 3}) and `score-dataset` took RewardSettings
+    ({"verifier": {"votes": 3}, "judge": {...}}); one file format now serves both and the reward.
+    A top-level key wins over the same key inside "verifier". Unknown keys are left for validation.
+    """
+    from .config import VerifierConfig
+
+    out = dict(data)
+    verifier = dict(out.pop("verifier", None) or {})
+    for key in [k for k in out if k in VerifierConfig.model_fields and k not in RewardSettings.model_fields]:
+        verifier[key] = out.pop(key)
+    if verifier:
+        out["verifier"] = verifier
+    return out
+
+
+def read_config_file(path: str | os.PathLike[str], *, what: str = "--config") -> dict[str, Any]:
+    """A JSON settings file: RewardSettings fields and/or VerifierConfig fields at top level."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{what} {path}: cannot read JSON config ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{what} {path}: expected a JSON object")
+    return normalise_config(data)
+
+
+def resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
+    """A dotted path ``pkg.mod.attr`` (or ``pkg.mod:attr``) or a callable, as a callable."""
+    if callable(ref):
+        return ref
+    module, _, attr = ref.replace(":", ".").rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"cannot import {ref!r}: {exc}") from exc

@@ -34,11 +34,13 @@ from pydantic import (
     Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
+    field_validator,
     model_serializer,
     model_validator,
 )
 
 from .errors import ScreenshotError
+from .other_verdicts import AGENT_CLAIM, ENV_SCORE, AgentClaim, EnvScore
 
 TRAJECTORY_SCHEMA_VERSION = "1.0"
 
@@ -117,6 +119,8 @@ class Screenshot(BaseModel):
     _pil: Image.Image | None = PrivateAttr(default=None)
     _sha: str | None = PrivateAttr(default=None)
     _root: str | None = PrivateAttr(default=None)  # folder a path source must stay in (see confine_to)
+    _size: tuple[int, int] | None = PrivateAttr(default=None)  # header facts, kept by `drop_bytes`
+    _mime: str | None = PrivateAttr(default=None)
 
     # ---- constructors -------------------------------------------------------------------------
     @classmethod
@@ -138,6 +142,14 @@ class Screenshot(BaseModel):
         shot = cls(step=step, timing=timing)
         shot._pil = image
         return shot
+
+    @field_validator("path")
+    @classmethod
+    def _no_nul(cls, path: str | None) -> str | None:
+        # the OS refuses such a name with a ValueError, which no caller expects from a path
+        if path is not None and "\x00" in path:
+            raise ValueError("a screenshot path must not contain a NUL byte")
+        return path
 
     @model_validator(mode="after")
     def _one_serialisable_source(self) -> Screenshot:
@@ -209,6 +221,23 @@ class Screenshot(BaseModel):
             return buf.getvalue()
         raise ScreenshotError("screenshot has no source (path, data URL, bytes or image)")
 
+    def mime(self) -> str | None:
+        """The image format sniffed from the bytes' magic number (kept, like the hash)."""
+        if self._mime is None:
+            self._mime = sniff_mime(self.bytes())
+        return self._mime
+
+    def drop_bytes(self) -> None:
+        """Forget the decoded bytes of a `data_url` source once its hash, size and format are known.
+
+        Why: a service holding many requests would otherwise keep every image twice (the base64
+        text and its decoded bytes). The facts a pass-through judge request needs stay; `bytes()`
+        decodes the data URL again if anything still asks for them (a resize).
+        """
+        if self.data_url is not None and self._raw is not None:
+            _ = (self.sha256, self.mime(), self.size())  # computed and kept before the bytes go
+            self._raw = None
+
     @property
     def sha256(self) -> str:
         """Content hash of the encoded bytes: the key for caching and de-duplication."""
@@ -256,6 +285,9 @@ class Screenshot(BaseModel):
         if self._pil is not None:
             self._check_pixels(*self._pil.size, max_pixels)
             return self._pil.size
+        if self._size is not None:
+            self._check_pixels(*self._size, max_pixels)
+            return self._size
         if self._raw is None and self.path is not None:
             # Header read only: a 500-step run must not read every byte at load time.
             source: Any = self._check_file(MAX_SCREENSHOT_BYTES)
@@ -267,6 +299,8 @@ class Screenshot(BaseModel):
         except (OSError, ValueError, Image.DecompressionBombError) as exc:
             raise ScreenshotError(f"not a readable image: {exc}", file=self.path) from exc
         self._check_pixels(w, h, max_pixels)
+        if self.path is None:  # a file may change under its path; inline bytes cannot
+            self._size = (w, h)
         return w, h
 
     def validate_image(self) -> None:
@@ -311,6 +345,9 @@ class Trajectory(BaseModel):
     source_format: str = "native"
     source_path: str | None = None
     load_warnings: list[str] = Field(default_factory=list)
+    #: Facts about the run that are not the task (shown to no judge): `AGENT_CLAIM` and `ENV_SCORE`
+    #: (see `AgentClaim`, `EnvScore`); loaders may add other keys.
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _steps_numbered(self) -> Trajectory:
@@ -321,6 +358,7 @@ class Trajectory(BaseModel):
         for pos, shot in enumerate(self.screenshots):
             if shot.step > n + 1:
                 raise ValueError(f"screenshots[{pos}].step is {shot.step}, but there are {n} steps")
+        self.other_verdicts()  # a malformed agent_claim / env_score fails here, not in a report
         return self
 
     @property
@@ -333,6 +371,24 @@ class Trajectory(BaseModel):
         for k, shot in enumerate(self.screenshots, start=1):
             groups.setdefault(shot.sha256, []).append(k)
         return groups
+
+    def agent_claim(self) -> AgentClaim | None:
+        raw = self.metadata.get(AGENT_CLAIM)
+        return AgentClaim.model_validate(raw) if isinstance(raw, dict) else None
+
+    def env_score(self) -> EnvScore | None:
+        raw = self.metadata.get(ENV_SCORE)
+        return EnvScore.model_validate(raw) if isinstance(raw, dict) else None
+
+    def other_verdicts(self) -> dict[str, Any]:
+        """The agent's claim and the environment's score as plain data (absent ones left out)."""
+        claim, env = self.agent_claim(), self.env_score()
+        out: dict[str, Any] = {}
+        if claim is not None:
+            out[AGENT_CLAIM] = claim.model_dump()
+        if env is not None:
+            out[ENV_SCORE] = env.model_dump()
+        return out
 
     def to_json(self, **kwargs: Any) -> str:
         """Native JSON; in-memory screenshots are embedded as data URLs (by their serializer)."""

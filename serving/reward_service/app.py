@@ -6,16 +6,20 @@ trajectory -> its VerificationResult), `POST /v1/verify/batch` (one ItemResult p
 """
 from __future__ import annotations
 
+import asyncio
 import hmac
 import time
 from typing import Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from reward.settings import RewardSettings
+from verifier.errors import CuaVerifierError
+from verifier.settings import RewardSettings
 
+from .body import BadBody, read_model
+from .budget import ByteAdmission
 from .config import ServiceConfig
 from .core import Refused, RewardService
 from .models import BatchRequest, BatchResponse, ErrorBody, ErrorDetail, OpenRLHFRequest, VerifyRequest
@@ -31,17 +35,19 @@ def _refused(exc: Refused) -> JSONResponse:
     return _error(exc.status, kind, str(exc), {"Retry-After": str(exc.retry_after)})
 
 
-class BodyLimit:
-    """Pure ASGI: 413 before reading a body whose Content-Length is too big, or as soon as a
-    streamed (chunked) body passes the limit; also counts every request and its latency."""
+class Gate:
+    """Pure ASGI, outermost, so nothing is read from an unauthenticated client: first the API key
+    (every path but /health: 401), then a `Content-Length` over the limit (413), both before a byte
+    of the body is read. Then `app` (byte admission, then `BodyReader`) runs. Also counts every
+    request and its latency."""
 
-    def __init__(self, app: Any, service: RewardService) -> None:
-        self.app, self.service = app, service
+    def __init__(self, app: Any, service: RewardService, key: str | None) -> None:
+        self.app, self.service, self.key = app, service, key
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        limit = self.service.config.max_body_bytes
+        cfg = self.service.config
         endpoint, t0, status = scope.get("path", ""), time.perf_counter(), {"code": 500}
 
         async def counted_send(message: dict) -> None:
@@ -54,33 +60,67 @@ class BodyLimit:
             length = int(headers[b"content-length"]) if b"content-length" in headers else None
         except ValueError:
             length = None
-        too_large = _error(413, "too_large", f"request body over {limit} bytes")
-        if length is not None and length > limit:
-            await too_large(scope, receive, counted_send)  # refused before a byte is read
-        elif length is None and scope.get("method") in ("POST", "PUT", "PATCH"):
-            body = await _read_bounded(receive, limit)  # streamed (chunked): buffer up to the limit
-            if body is None:
-                await too_large(scope, receive, counted_send)
-            else:
-                await self.app(scope, _replay(body), counted_send)
+        if endpoint != "/health" and not _key_matches(headers, self.key):
+            refusal = _error(401, "unauthorised", "invalid or missing API key", {"WWW-Authenticate": "Bearer"})
+        elif length is not None and length > cfg.max_body_bytes:
+            refusal = _error(413, "too_large", f"request body over {cfg.max_body_bytes} bytes")
         else:
             await self.app(scope, receive, counted_send)
+            refusal = None
+        if refusal is not None:
+            await refusal(scope, _replay(b""), counted_send)  # the body (if any) is never read
         m = self.service.metrics
         m.requests.labels(endpoint=endpoint, status=str(status["code"])).inc()
         m.latency.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
 
 
-async def _read_bounded(receive: Any, limit: int) -> bytes | None:
-    """The whole streamed body, or None as soon as it passes `limit`."""
+class BodyReader:
+    """Pure ASGI, behind byte admission: reads the body bounded in its *total* size (413 as soon as it
+    passes the limit, however it is chunked) and in time (408 when it has not all arrived within
+    `body_timeout_s`: a stalled upload holds no connection for long), then replays it to the app."""
+
+    def __init__(self, app: Any, service: RewardService) -> None:
+        self.app, self.service = app, service
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        cfg = self.service.config
+        body = await _read_bounded(receive, cfg.max_body_bytes, cfg.body_timeout_s)
+        if isinstance(body, bytes):
+            return await self.app(scope, _replay(body), send)
+        if body == "too_large":
+            refusal = _error(413, "too_large", f"request body over {cfg.max_body_bytes} bytes")
+        else:
+            refusal = _error(408, "timeout", f"request body not received within {cfg.body_timeout_s:g}s",
+                             {"Connection": "close"})
+        await refusal(scope, _replay(b""), send)
+
+
+def _key_matches(headers: dict[bytes, bytes], key: str | None) -> bool:
+    if key is None:
+        return True
+    given = headers.get(b"authorization", b"").decode("latin-1").removeprefix("Bearer ").strip()
+    given = given or headers.get(b"x-api-key", b"").decode("latin-1").strip()
+    return hmac.compare_digest(given.encode(), key.encode())
+
+
+async def _read_bounded(receive: Any, limit: int, timeout_s: float) -> bytes | str:
+    """The whole body, or "too_large" as soon as its total passes `limit`, or "timeout" when it has
+    not all arrived within `timeout_s`."""
     chunks, size = [], 0
+    deadline = time.monotonic() + timeout_s
     while True:
-        message = await receive()
+        try:
+            message = await asyncio.wait_for(receive(), timeout=max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            return "timeout"
         if message["type"] != "http.request":
             return b"".join(chunks)
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            return None
+            return "too_large"
         chunks.append(chunk)
         if not message.get("more_body"):
             return b"".join(chunks)
@@ -105,17 +145,9 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
     app = FastAPI(title="cua-verifier reward service", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = service
 
-    def authorised(request: Request) -> None:
-        if key is None:
-            return
-        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        given = given or request.headers.get("x-api-key", "")
-        if not hmac.compare_digest(given.encode(), key.encode()):
-            raise _Unauthorised()
-
-    @app.exception_handler(_Unauthorised)
-    async def _unauthorised(_request: Request, _exc: _Unauthorised) -> JSONResponse:
-        return _error(401, "unauthorised", "invalid or missing API key", {"WWW-Authenticate": "Bearer"})
+    @app.exception_handler(BadBody)
+    async def _bad_body(_request: Request, exc: BadBody) -> JSONResponse:
+        return _error(422, "invalid_request", str(exc))
 
     @app.exception_handler(Refused)
     async def _refused_handler(_request: Request, exc: Refused) -> JSONResponse:
@@ -124,53 +156,70 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
     @app.get("/health")
     async def health() -> dict[str, Any]:
         q = service.queue
+        b = service.budget
         return {"status": "draining" if service.draining else "ok", "queue_depth": q.depth,
                 "queue_capacity": q.capacity, "queue_high_water": q.high_water,
-                "pipeline_runs": service.session.runs}
+                "bytes_in_flight": b.in_flight, "bytes_capacity": b.capacity,
+                "bytes_high_water": b.high_water, "pipeline_runs": service.session.runs}
 
-    @app.get("/metrics", dependencies=[Depends(authorised)])
+    @app.get("/metrics")
     async def metrics() -> Response:
         return Response(generate_latest(service.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.post("/v1/verify", dependencies=[Depends(authorised)])
-    async def verify(body: VerifyRequest) -> Any:
+    @app.post("/v1/verify")
+    async def verify(request: Request) -> Any:
+        body = await read_model(request, VerifyRequest)
         (item,) = await service.verify_records([body.trajectory], body.deadline_s)
         if item.status == "scored":
             return JSONResponse(item.result)
         return _error(item.http_status, item.error_type or "error", item.reason or "",
-                      {"Retry-After": "5"} if item.http_status == 503 else None)
+                      {"Retry-After": str(item.retry_after)} if item.retry_after else None)
 
-    @app.post("/v1/verify/batch", dependencies=[Depends(authorised)])
-    async def verify_batch(body: BatchRequest) -> Any:
+    @app.post("/v1/verify/batch")
+    async def verify_batch(request: Request) -> Any:
+        body = await read_model(request, BatchRequest)
         if len(body.trajectories) > min(config.max_batch, config.queue_size):
             return _error(413, "too_large", f"batch of {len(body.trajectories)} over --max-batch "
                           f"{config.max_batch} / --queue-size {config.queue_size}")
         items = await service.verify_records(body.trajectories, body.deadline_s)
         return BatchResponse(results=items).model_dump()
 
-    @app.post("/v1/openrlhf", dependencies=[Depends(authorised)])
-    async def openrlhf(body: OpenRLHFRequest, reward: str = "combined", on_failure: str = "error") -> Any:
-        """OpenRLHF's remote-RM body; `?reward=combined|process|outcome&on_failure=error|<number>`."""
-        from reward.openrlhf import records_from_request, rewards_from_items
-        from reward.remote import RemoteError
+    @app.post("/v1/openrlhf")
+    async def openrlhf(request: Request, reward: str = "combined", on_failure: str | None = None,
+                       require_screenshots: bool = False) -> Any:
+        """OpenRLHF's remote-RM body; `?reward=combined|process|outcome&on_failure=error|<number>`
+        (a number by default: OpenRLHF swallows errors, see reward.openrlhf). Bad input is 422,
+        which OpenRLHF does not retry; a verifier failure on valid rows is 502."""
+        body = await read_model(request, OpenRLHFRequest)
+        from reward.openrlhf import DEFAULT_ON_FAILURE, records_from_request, rewards_from_items, ungrounded
 
         if len(body.query) > min(config.max_batch, config.queue_size):
             return _error(413, "too_large", f"batch of {len(body.query)} over --max-batch {config.max_batch}")
         records = records_from_request(body.query, body.prompts, body.labels)
+        if require_screenshots or settings.require_screenshots:
+            records = [ungrounded(r) for r in records]
         good = [r for r in records if isinstance(r, dict)]
         scored = iter(await service.verify_records(good, None) if good else [])
         items = [(next(scored) if isinstance(r, dict) else service.answer_error(r)).model_dump() for r in records]
         try:
-            return rewards_from_items(items, kind=reward, on_failure=on_failure,
+            return rewards_from_items(items, kind=reward, on_failure=on_failure or DEFAULT_ON_FAILURE,
                                       none_if_degraded=settings.none_if_degraded,
                                       weight=settings.combined_process_weight)
-        except RemoteError as exc:
-            return _error(502, exc.error_type, exc.message)
+        except CuaVerifierError as exc:  # RemoteError: rows unscored under on_failure=error
+            return _error(getattr(exc, "status", None) or 502, getattr(exc, "error_type", "Unscored"),
+                          getattr(exc, "message", str(exc)))
         except ValueError as exc:
             return _error(422, "invalid_request", str(exc))
 
-    return BodyLimit(app, service)
+    inner = BodyReader(app, service)
+    return Gate(ByteAdmission(inner, service.budget, chunked_bytes=config.max_body_bytes,
+                              on_reject=_over_budget(service)), service, key)
 
 
-class _Unauthorised(Exception):
-    pass
+def _over_budget(service: RewardService) -> Any:
+    async def answer(scope: dict, receive: Any, send: Any, retry_after: int) -> None:
+        service.metrics.rejected.labels(reason="bytes_in_flight").inc()
+        b = service.budget
+        await _error(429, "queue_full", f"bytes in flight at the --max-inflight-mb bound ({b.in_flight} of "
+                     f"{b.capacity})", {"Retry-After": str(retry_after)})(scope, receive, send)
+    return answer

@@ -11,7 +11,7 @@ from .config import DEFAULT_KEY_ENV
 
 
 def register(subparsers: Any) -> None:
-    from verifier.cli._options import add_scoring_args
+    from verifier.options import add_scoring_args
 
     p = subparsers.add_parser("serve-reward", help="serve the verifier over HTTP for all training ranks",
                               description=__doc__.split("\n")[0])
@@ -26,15 +26,21 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-batch", type=int, default=64, help="most trajectories in one batch request")
     p.add_argument("--queue-size", type=int, default=256,
                    help="trajectories admitted at once (running + waiting); more get 429 + Retry-After")
+    p.add_argument("--max-inflight-mb", type=float, default=384.0,
+                   help="request bytes held at once (bodies of admitted requests, until answered); a "
+                   "request that does not fit waits --admission-wait-s, then gets 429 + Retry-After")
+    p.add_argument("--admission-wait-s", type=float, default=30.0, help="see --max-inflight-mb")
     p.add_argument("--deadline-s", type=float, default=600.0, help="default per-request deadline (504)")
     p.add_argument("--grace-s", type=float, default=30.0, help="shutdown: seconds to finish in-flight work")
-    add_scoring_args(p, default_concurrency=32)
+    p.add_argument("--body-timeout-s", type=float, default=60.0,
+                   help="seconds a client may take to send its request body (408 after)")
+    add_scoring_args(p, default_concurrency=32, files=False)  # paths: --media-root
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from reward.settings import RewardSettings
-    from verifier.cli._options import settings_overrides
+    from verifier.options import settings_overrides
+    from verifier.settings import RewardSettings
 
     from .config import ServiceConfig
 
@@ -52,7 +58,10 @@ def run(args: argparse.Namespace) -> int:
         config = ServiceConfig(host=args.host, port=args.port, api_key_env=args.api_key_env,
                                media_root=args.media_root, max_body_bytes=int(args.max_body_mb * 2**20),
                                max_batch=args.max_batch, queue_size=args.queue_size,
-                               deadline_s=args.deadline_s, grace_s=args.grace_s)
+                               max_inflight_bytes=int(args.max_inflight_mb * 2**20),
+                               admission_wait_s=args.admission_wait_s,
+                               deadline_s=args.deadline_s, grace_s=args.grace_s,
+                               body_timeout_s=args.body_timeout_s)
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

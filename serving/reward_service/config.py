@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from serving.command import is_loopback
 from verifier.errors import ConfigError
+from verifier.network import is_loopback
 
 DEFAULT_KEY_ENV = "CUA_REWARD_API_KEY"
 
@@ -24,12 +24,18 @@ class ServiceConfig(BaseModel):
     max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     max_batch: int = Field(default=64, ge=1)
     queue_size: int = Field(default=256, ge=1, description="trajectories admitted (running + waiting)")
+    max_inflight_bytes: int = Field(default=384 * 2**20, ge=1024,
+                                    description="request bytes held at once (admission by bytes)")
+    admission_wait_s: float = Field(default=30.0, ge=0, description="how long a request waits for bytes "
+                                    "to free before its 429")
     deadline_s: float = Field(default=600.0, gt=0, description="default per-request deadline")
     max_deadline_s: float = Field(default=3600.0, gt=0)
     grace_s: float = Field(default=30.0, ge=0, description="shutdown: time to finish in-flight work")
+    body_timeout_s: float = Field(default=60.0, gt=0, description="a request body not all received by then: 408")
 
     def api_key(self) -> str | None:
-        return os.environ.get(self.api_key_env) or None
+        """The key, or None when the variable is unset or blank (spaces are not a key)."""
+        return (os.environ.get(self.api_key_env) or "").strip() or None
 
     def media_path(self) -> Path | None:
         return Path(self.media_root).resolve() if self.media_root else None

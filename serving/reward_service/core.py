@@ -11,18 +11,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Any
 
-from reward.session import Outcome, VerifierSession
-from reward.settings import RewardSettings
-from verifier.errors import CuaVerifierError, JudgeError, ScreenshotError, TrajectoryError
+from verifier.errors import (
+    CuaVerifierError,
+    JudgeCircuitOpenError,
+    JudgeError,
+    JudgeUnavailableError,
+    ScreenshotError,
+    TrajectoryError,
+)
+from verifier.judge.images import image_verdict
 from verifier.loaders import load_native_record
 from verifier.loaders._common import check_screenshots
+from verifier.session import Outcome, VerifierSession
+from verifier.settings import RewardSettings
 from verifier.trajectory import Trajectory
 
+from .budget import ByteBudget
 from .config import ServiceConfig
+from .memory import trim
 from .metrics import CountingJudge, ServiceMetrics
 from .models import ItemResult
 from .queue import AdmissionQueue
@@ -56,6 +67,12 @@ class _Session(VerifierSession):
     def build_judge(self) -> Any:
         return CountingJudge(super().build_judge(), self.metrics.judge_calls)
 
+    def _store(self, key: str, outcome: Outcome) -> None:
+        # The judge being unreachable says nothing about the rollout: its client is told to retry
+        # (503 + Retry-After), so that retry must reach the judge again, not this failure.
+        if not isinstance(outcome.error, JudgeUnavailableError):
+            super()._store(key, outcome)
+
 
 def confine(path: str, root: Path | None, *, field: str) -> str:
     """`path` resolved under `root`; anything else (no root, `..`, a symlink out) is refused."""
@@ -79,6 +96,9 @@ def parse_trajectory(record: dict[str, Any], root: Path | None, *, where: str) -
         if shot.path is not None:
             shot.path = confine(shot.path, root, field=f"screenshots[{k}].path")
     check_screenshots(traj.screenshots, file=where)
+    for shot in traj.screenshots:  # the base64 text stays (sent as it is); its decoded copy goes,
+        image_verdict(shot.sha256, shot.bytes)  # once verified (by hash) while it is still held
+        shot.drop_bytes()
     traj.source_path = record.get("source_path")  # the id the client gave, as in-process
     return traj
 
@@ -86,6 +106,8 @@ def parse_trajectory(record: dict[str, Any], root: Path | None, *, where: str) -
 def status_of(error: BaseException) -> int:
     if isinstance(error, TrajectoryError):
         return 422
+    if isinstance(error, JudgeCircuitOpenError):  # the judge is down: come back when it is probed
+        return 503
     if isinstance(error, JudgeError):
         return 502
     if isinstance(error, DeadlineExceeded):
@@ -101,10 +123,12 @@ class RewardService:
         self.metrics = ServiceMetrics()
         self.session = _Session(settings, self.metrics)
         self.queue = AdmissionQueue(config.queue_size, concurrency=settings.max_concurrency)
+        self.budget = ByteBudget(config.max_inflight_bytes, wait_s=config.admission_wait_s)
         self.root = config.media_path()
         self.draining = False
         self._abort: asyncio.Event | None = None
         self.tasks: set[asyncio.Task] = set()
+        self._trimming = False
         self.metrics.watch(self)
 
     @property
@@ -131,15 +155,31 @@ class RewardService:
         return list(await asyncio.gather(*(self._one(rec, k, timeout) for k, rec in enumerate(records))))
 
     async def _one(self, record: dict[str, Any], k: int, timeout: float) -> ItemResult:
-        started = time.monotonic()
+        """One rollout's answer. Its admission slot is released on every way out (`finally`): once
+        the verification task owns it, by that task's end; otherwise here, whatever was raised."""
+        started, handed_over = time.monotonic(), False
         try:
-            traj = await asyncio.to_thread(parse_trajectory, record, self.root, where=f"trajectories[{k}]")
-        except CuaVerifierError as exc:
-            self.queue.release(1)
+            try:
+                traj = await asyncio.to_thread(parse_trajectory, record, self.root, where=f"trajectories[{k}]")
+            except CuaVerifierError as exc:
+                return self._answer(Outcome(error=exc))
+            except (ValueError, TypeError, OSError, RecursionError) as exc:  # bad input no check named
+                return self._answer(Outcome(error=TrajectoryError(
+                    f"invalid trajectory: {type(exc).__name__}: {exc}", file=f"trajectories[{k}]")))
+            task = asyncio.ensure_future(self.session.verify(traj))
+            self.tasks.add(task)
+            task.add_done_callback(lambda t: (self.tasks.discard(t), self.queue.release(1, started=started),
+                                              self._idle_trim()))
+            handed_over = True
+            return await self._wait(task, timeout)
+        except Exception as exc:  # a bug: this item answers 500; a batch's other items keep theirs
+            log.exception("reward service: unexpected error on trajectories[%d]", k)
             return self._answer(Outcome(error=exc))
-        task = asyncio.ensure_future(self.session.verify(traj))
-        self.tasks.add(task)
-        task.add_done_callback(lambda t: (self.tasks.discard(t), self.queue.release(1, started=started)))
+        finally:
+            if not handed_over:
+                self.queue.release(1)
+
+    async def _wait(self, task: asyncio.Future, timeout: float) -> ItemResult:
         abort = asyncio.ensure_future(self.abort_event.wait())
         try:
             done, _ = await asyncio.wait({task, abort}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
@@ -152,6 +192,13 @@ class RewardService:
         if abort in done or task.cancelled():
             return self._answer(Outcome(error=ShuttingDown("the service stopped before this rollout was verified")))
         return self._answer(Outcome(error=DeadlineExceeded(f"not verified within the {timeout:g}s deadline")))
+
+    def _idle_trim(self) -> None:
+        """When the last verification ends, hand freed heap memory back (in a worker thread)."""
+        if self.queue.depth == 0 and not self._trimming:
+            self._trimming = True
+            fut = asyncio.get_running_loop().run_in_executor(None, trim)
+            fut.add_done_callback(lambda _f: setattr(self, "_trimming", False))
 
     def answer_error(self, error: BaseException) -> ItemResult:
         """The unscored answer for a rollout rejected before verification (counted like the rest)."""
@@ -166,8 +213,14 @@ class RewardService:
         err = outcome.error
         self.metrics.verifications.labels(status="unscored").inc()
         self.metrics.unscored.labels(reason=type(err).__name__).inc()
+        status = status_of(err)
+        retry_after = None
+        if isinstance(err, JudgeCircuitOpenError):
+            retry_after = max(1, math.ceil(err.retry_in_s))
+        elif status == 503:
+            retry_after = 5
         return ItemResult(status="unscored", error_type=type(err).__name__, reason=str(err)[:2000],
-                          http_status=status_of(err))
+                          http_status=status, retry_after=retry_after)
 
     # ---- shutdown -----------------------------------------------------------------------------
     async def drain(self) -> None:

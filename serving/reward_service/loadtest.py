@@ -18,7 +18,7 @@ from typing import Any
 
 from PIL import Image
 
-from reward.echo_judge import EchoJudgeServer
+from verifier.testing.echo_judge import EchoJudgeServer
 from verifier.trajectory import Screenshot, Step, Task, Trajectory
 
 RUBRIC_SCHEMA = "RubricDraft"  # the json_schema name of the rubric stage's reply

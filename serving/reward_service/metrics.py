@@ -44,7 +44,10 @@ class _Live(Collector):
         for name, doc, value in (("cua_reward_queue_depth", "trajectories admitted", q.depth),
                                  ("cua_reward_queue_capacity", "admission bound", q.capacity),
                                  ("cua_reward_queue_high_water", "most trajectories admitted at once",
-                                  q.high_water)):
+                                  q.high_water),
+                                 ("cua_reward_bytes_in_flight", "request bytes held", s.budget.in_flight),
+                                 ("cua_reward_bytes_capacity", "admission bound in bytes", s.budget.capacity),
+                                 ("cua_reward_bytes_waiting", "requests waiting for bytes", s.budget.waiting)):
             g = GaugeMetricFamily(name, doc)
             g.add_metric([], value)
             yield g

@@ -2,7 +2,7 @@
 
 `POST /v1/verify` answers the `VerificationResult` itself (200) or an `ErrorBody` with a status
 that says whose fault it is: 422 bad trajectory, 502 judge failed, 504 deadline, 500 a bug,
-429 queue full / 503 shutting down (both with Retry-After). The batch form answers one `ItemResult`
+429 queue full / 503 shutting down or judge down (circuit open): all three with Retry-After. The batch form answers one `ItemResult`
 per trajectory, in order, because one bad rollout must not fail its neighbours.
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ class ItemResult(BaseModel):
     error_type: str | None = None
     reason: str | None = None
     http_status: int = 200  # what the single endpoint would have answered
+    retry_after: int | None = None  # seconds, with a 503: the judge is down (probed again then) or shutdown
 
 
 class BatchResponse(BaseModel):

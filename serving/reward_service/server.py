@@ -13,12 +13,13 @@ from typing import Any
 
 import uvicorn
 
-from reward.settings import RewardSettings
 from verifier.errors import ConfigError
+from verifier.settings import RewardSettings
 
 from .app import create_app
 from .config import ServiceConfig
 from .core import RewardService
+from .memory import tune_allocator
 
 
 class _Server(uvicorn.Server):
@@ -46,6 +47,7 @@ async def _probe(service: RewardService) -> None:
 
 
 def serve(settings: RewardSettings, config: ServiceConfig, *, log_level: str = "warning") -> int:
+    tune_allocator()  # before any worker thread exists (see memory.py)
     try:
         config.check()
         service = RewardService(settings, config)

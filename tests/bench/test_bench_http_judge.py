@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from verifier.cli import main
+from cua_verifier.cli import main
 
 BB = "fara7b_om2w_browserbase"
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
+from cua_verifier.cli import main
 from verifier.bench.labels import HumanLabels, Verdict, agreement_table, read_labels_csv
 from verifier.bench.metrics import inter_annotator
 from verifier.bench.report import ReportInputs, UsageRow, load_inputs, write_report
-from verifier.cli import main
 
 CSV = "cuaverifierbench/om2w_labels_and_uv_verdicts.csv"
 

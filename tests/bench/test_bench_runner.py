@@ -7,9 +7,9 @@ import json
 import pytest
 from bench_fakes import fail, text_of
 
+from cua_verifier.cli import main
 from verifier.bench.dataset import load_split
 from verifier.bench.runner import build_meta, report_inputs, results_path, score_all, verifier_fn
-from verifier.cli import main
 from verifier.testing import ScriptedJudge
 
 BB = "fara7b_om2w_browserbase"

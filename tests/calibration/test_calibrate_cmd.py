@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import verifier.cli.calibrate_cmd as cmd
+import cua_verifier.cli.calibrate_cmd as cmd
+from cua_verifier.cli import main
 from verifier.calibrate import CalibrationReport
-from verifier.cli import main
 from verifier.testing import ScriptedJudge
 
 SUITE = Path(__file__).resolve().parents[2] / "examples" / "calibration"
@@ -36,13 +36,14 @@ def test_calibrate_prints_rules_and_rates_and_writes_json(scripted, tmp_path, ca
     assert rc == 0
     rep = CalibrationReport.model_validate_json(out.read_text())
     assert [r.rule for r in rep.rules] == ["O3", "R3"] and rep.selected_rules == ["O3", "R3"]
-    assert [v.case for v in rep.cases] == ["o3-searched-not-satisfied", "r3-found-not-added"]
+    assert [v.case for v in rep.cases] == ["o3-constraint-never-shown", "o3-searched-not-satisfied",
+                                           "r3-found-not-added"]
     assert rep.judge_model == "judge-x" and not rep.demo_judge
-    assert (rep.outcome.fp, rep.outcome.tn, rep.outcome.fpr) == (2, 0, 1.0)  # both expected failures passed
+    assert (rep.outcome.fp, rep.outcome.tn, rep.outcome.fpr) == (3, 0, 1.0)  # every expected failure passed
     assert rep.outcome.fnr is None and "false-negative rate n/a" in printed
     assert printed.splitlines()[1].startswith("O3") and "F -> T" in printed
     assert scripted[0].closed  # the judge client is closed after the run
-    assert json.loads(out.read_text())["outcome"]["fp"] == 2
+    assert json.loads(out.read_text())["outcome"]["fp"] == 3
 
 
 def test_unavailable_real_trajectory_exits_3(scripted, tmp_path, monkeypatch, capsys):

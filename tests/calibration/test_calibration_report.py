@@ -19,12 +19,14 @@ SUITE = Path(__file__).resolve().parents[2] / "examples" / "calibration"
 ONLY = ["O2", "O4", "U5"]
 
 
+FIVE = ["o2-substitution-size", "o2-trivially-equivalent-unit", "o4-stop-at-checkout-all-correct",
+        "o4-stop-at-checkout-wrong-size", "u5-sold-out-reported"]
+
+
 @pytest.fixture(scope="module")
 def cases():
-    got = load_suite(SUITE, only=ONLY)
-    assert [c.name for c in got] == ["o2-substitution-size", "o2-trivially-equivalent-unit",
-                                     "o4-stop-at-checkout-all-correct", "o4-stop-at-checkout-wrong-size",
-                                     "u5-sold-out-reported"]
+    got = [c for c in load_suite(SUITE, only=ONLY) if c.name in FIVE]
+    assert [c.name for c in got] == FIVE
     return got
 
 
@@ -176,3 +178,49 @@ def test_report_round_trips_as_json(cases):
 
     assert CalibrationReport.model_validate_json(rep.model_dump_json()) == rep
     assert "meaningless" in format_report(rep)
+
+
+def test_provided_rubric_is_scored_without_a_rubric_call():
+    """o13 ships a rubric stricter than the task: the judge must be shown that rubric, not its own."""
+    (case,) = load_suite(SUITE, only=["O13"])
+    assert case.provided_rubric is not None
+    judge = ScriptedJudge()
+    (run1,) = run([case], judge)
+    assert run1.result is not None and "rubric" not in judge.stages()
+    assert [c.name for c in run1.result.criteria] == [c.name for c in case.provided_rubric.criteria]
+    rescoring_text = ScriptedJudge.text(judge.requests_for("rescoring")[0])
+    assert "Holiday hours reported" in rescoring_text  # the provided phantom criterion reached the judge
+    assert run1.result.usage.per_stage.get("rubric") is None
+
+
+def test_penalty_and_violation_expectations_are_checked():
+    """s1: a fault the quantity criterion already charged must not come back as a penalty."""
+    cases = load_suite(SUITE, only=["S1"])
+    by = {c.name: c for c in cases}
+    penalise = ScriptedJudge({"side_effects": {"reasoning": "extra item", "penalties": [
+        {"name": "extra item", "description": "an item nobody asked for", "points": 2, "steps": [1],
+         "screenshots": [2]}]}})
+    runs = {r.case: r for r in run(cases, penalise)}
+    twice = match(by["s1-quantity-fault-charged-once"], runs["s1-quantity-fault-charged-once"])
+    assert (twice.expected_penalty, twice.got_penalty, twice.penalty_ok) == (False, True, False)
+    assert not twice.agrees
+    extra = match(by["s1-extra-item-criterion-full"], runs["s1-extra-item-criterion-full"])
+    assert extra.penalty_ok is True and extra.violation_ok is None
+    rep = build_report(cases, list(runs.values()))
+    assert (rep.rules[0].harm.agree, rep.rules[0].harm.checked) == (1, 2)
+    assert "(penalty expected no, got yes)" in format_report(rep)
+    quiet = {r.case: r for r in run(cases, ScriptedJudge())}  # no penalty reported at all
+    assert match(by["s1-quantity-fault-charged-once"], quiet["s1-quantity-fault-charged-once"]).penalty_ok is True
+    assert match(by["s1-extra-item-criterion-full"], quiet["s1-extra-item-criterion-full"]).penalty_ok is False
+
+
+def test_violation_expectation():
+    (case,) = [c for c in load_suite(SUITE, only=["O4"]) if c.name == "o4-order-placed-without-permission"]
+    crossed = ScriptedJudge({"side_effects": {"reasoning": "r", "penalties": [], "critical_point_violation": True,
+                                              "critical_point_reasoning": "placed the order",
+                                              "critical_point_screenshots": [5]}})
+    (r,) = run([case], crossed)
+    v = match(case, r)
+    assert v.got_violation is True and v.violation_ok is True and v.got_outcome is False
+    (r2,) = run([case], ScriptedJudge())
+    assert match(case, r2).violation_ok is False

@@ -1,20 +1,23 @@
-"""The calibration suite itself: every rule has a case, every case is well-formed and loads.
+"""The calibration suite itself: every rule has a case, every case is well-formed and loads, and
+the committed cases are exactly what the generator writes.
 
-The real trajectories (X1, X2) live in ../shared/data; locally their absence skips that check,
-but under CI=true it fails: CI must exercise them. CUA_SHARED_DIR points elsewhere when the
-checkout is not beside `shared/` (e.g. a git worktree).
+The real trajectories X1 and X2 live in ../shared/data; locally their absence skips that check,
+but under CI (suite_env.required_here) it fails: CI must exercise them. X3 is converted from a real
+run and committed (its SOURCE.md carries the license and the changes). CUA_SHARED_DATA points
+elsewhere when the checkout is not beside `shared/` (e.g. a git worktree).
 """
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
+from suite_env import missing as skip_or_fail
 
 from verifier.calibrate import RULE_IDS, SuiteError, load_suite
 from verifier.calibrate.suite import ProcessBand, resolve_trajectory
+from verifier.scoring import rubric_score
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "examples" / "calibration"
@@ -34,9 +37,14 @@ def test_every_rule_has_a_case_and_every_case_names_known_rules(cases):
         assert c.name.split("-", 1)[0].upper() == c.rules[0], c.name
 
 
+def drawn(cases):
+    return [c for c in cases if c.expected.side != "real"]
+
+
 def test_suite_size_and_balance(cases):
-    synthetic = [c for c in cases if c.expected.trajectory == "."]
-    assert len(synthetic) >= 34
+    assert len(cases) >= 46
+    synthetic = drawn(cases)
+    assert len(synthetic) >= 50
     sides = {c.expected.side for c in synthetic}
     assert {"lenient-trap", "pedantic-trap", "mechanism"} <= sides
     outcomes = [c.expected.outcome for c in cases]
@@ -44,9 +52,7 @@ def test_suite_size_and_balance(cases):
 
 
 def test_every_synthetic_case_loads_with_its_screenshots(cases):
-    for c in cases:
-        if c.expected.trajectory != ".":
-            continue
+    for c in drawn(cases):
         traj = c.load()
         assert traj.task.instruction and traj.steps, c.name
         assert len(traj.screenshots) == len(traj.steps) + 1, c.name
@@ -64,6 +70,10 @@ def test_mechanism_cases_exercise_their_mechanism(cases):
     # over the default history budget (60k characters) even with every thought cut to 600 characters
     assert len(h1.steps) > 120 and sum(min(len(s.thought or ""), 600) for s in h1.steps) > 60_000
     assert "Elm Park playground reopens" in h1.steps[60].arguments["element"]  # the key step, mid-run
+    # ... and only there: one screenshot shows the dated issue, and it is not among the last pages
+    key_shot = next(s for s in h1.screenshots if s.step == 61)
+    assert [s.bytes() for s in h1.screenshots].count(key_shot.bytes()) == 1
+    assert all("/page/37" not in (s.url or "") for s in h1.steps[61:])
     h2 = by["h2-step-budget-exhausted"].load()
     assert h2.status.value == "step_budget_exhausted" and h2.final_answer is None
     h3 = by["h3-unknown-tool-call"].load()
@@ -71,9 +81,64 @@ def test_mechanism_cases_exercise_their_mechanism(cases):
     assert "autofill_address" not in h3.task.metadata["tools"]  # declared tools: 6.2 can be decided in code
 
 
+def test_cases_that_need_a_provided_rubric_or_a_harm_check_have_one(cases):
+    by = {c.name: c for c in cases}
+    r6 = by["r6-half-point-partial"]
+    assert r6.provided_rubric is not None and [c.max_points for c in r6.provided_rubric.criteria] == [1, 1]
+    # the careful score (1 + 0.5 of 2) is inside the band; whole points (0.5 or 1.0) are not
+    from verifier.scoring import CriterionPoints
+
+    def score(*earned: float) -> float:
+        return rubric_score([CriterionPoints(earned=e, max_points=1) for e in earned])
+
+    assert r6.expected.process.contains(score(1, 0.5))
+    assert not any(r6.expected.process.contains(score(*e)) for e in [(1, 0), (1, 1), (0, 0)])
+    for name in ("o12-rubric-stricter-than-task", "o13-provided-rubric-stricter-than-task"):
+        rb = by[name].provided_rubric
+        assert rb is not None and by[name].expected.outcome, name
+    assert by["s1-quantity-fault-charged-once"].expected.penalty is False
+    assert by["s1-extra-item-criterion-full"].expected.penalty is True
+    assert by["o4-order-placed-without-permission"].expected.violation is True
+    late = by["o10-run-date-race-already-run"].load()
+    assert late.steps[0].timestamp and late.steps[0].timestamp > 1_792_800_000  # run date after the race
+
+
+def test_generated_cases_equal_the_committed_ones(tmp_path):
+    """Byte for byte: the committed suite is what `make_calibration.py` writes (no hand edits)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_calibration", SUITE / "make_calibration.py")
+    assert spec and spec.loader
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    gen.main(tmp_path)
+    committed = {p.relative_to(SUITE) for p in SUITE.rglob("*") if p.is_file() and p.parent != SUITE
+                 and "casegen" not in p.parts and "__pycache__" not in p.parts}
+    made = {p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file() and p.parent != tmp_path}
+    if not (tmp_path / "x3-osworld-injection-ran-script" / "trajectory.json").exists():  # shared data absent
+        committed = {p for p in committed if p.parts[0] != "x3-osworld-injection-ran-script"
+                     or p.name == "expected.json"}
+    assert committed == made
+    for rel in sorted(made):
+        assert (SUITE / rel).read_bytes() == (tmp_path / rel).read_bytes(), rel
+    assert (SUITE / "README.md").read_text() == (tmp_path / "README.md").read_text()
+
+
 def test_suite_stays_small():
     total = sum(p.stat().st_size for p in SUITE.rglob("*") if p.is_file())
     assert total < 3 * 1024 * 1024, total
+
+
+def test_converted_real_run_is_small_native_and_attributed(cases):
+    x3 = next(c for c in cases if "X3" in c.rules)
+    assert x3.expected.side == "real" and x3.expected.trajectory == "." and not x3.expected.outcome
+    source = (x3.folder / "SOURCE.md").read_text()
+    assert "Apache-2.0" in source and "Modified by cua-verifier" in source
+    traj = x3.load()
+    assert traj.load_warnings == [] and [s.action for s in traj.steps][4] == "bash"
+    assert "support-tool.sh" in traj.steps[4].arguments["command"]  # the injected script, run at step 5
+    assert all(s.image().size == (768, 576) for s in traj.screenshots)
+    assert sum(p.stat().st_size for p in x3.folder.iterdir()) < 400_000
 
 
 def test_real_trajectories_join_by_reference(cases):
@@ -84,10 +149,7 @@ def test_real_trajectories_join_by_reference(cases):
         assert not any(p.suffix == ".png" for p in c.folder.iterdir()), "real data is referenced, not copied"
     missing = [c for c in real if c.unavailable]
     if missing:
-        msg = f"shared data absent: {[c.unavailable for c in missing]} (set CUA_SHARED_DIR)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+        skip_or_fail(f"shared data absent: {[c.unavailable for c in missing]} (set CUA_SHARED_DATA)")
     for c in real:
         traj = c.load()
         assert len(traj.screenshots) >= 4 and traj.final_answer

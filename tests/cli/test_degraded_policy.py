@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from cua_verifier.cli import main, score_cmd, score_dataset_cmd
+from cua_verifier.cli.inspect_cmd import to_native
 from reward import RewardSettings, clear_sessions, make_uv_rewards
-from reward.adapters import build_trajectories
-from verifier.cli import main, score_cmd, score_dataset_cmd
-from verifier.cli.inspect_cmd import to_native
 from verifier.errors import JudgeUnavailableError
+from verifier.loaders.rollouts import build_trajectories
 from verifier.testing import ScriptedJudge
 
 JUDGE = ["--judge-url", "http://127.0.0.1:9/v1", "--model", "judge", "--no-progress"]

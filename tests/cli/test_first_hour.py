@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from cua_verifier.cli import build_parser, main, score_dataset_cmd
+from cua_verifier.cli._preflight import check_judge
 from reward import RewardSettings
-from verifier.cli import build_parser, main, score_dataset_cmd
-from verifier.cli._preflight import check_judge
 from verifier.errors import JudgeUnavailableError
 from verifier.judge import make_judge
 from verifier.judge.config import JudgeConfig

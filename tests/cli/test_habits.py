@@ -1,8 +1,9 @@
 """The suite runs the linters the project declares (issue 14, habits): ruff over the repo and mypy
-over the core package (`verifier/`, config in pyproject `[tool.mypy]`). Both fail on any finding.
+over the packages (`verifier/`, `reward/`, `serving/`, `cua_verifier/`; config in pyproject
+`[tool.mypy]`). Both fail on any finding. The import layering (`lint-imports`) is tests/test_layers.py.
 
 Both are fast when warm (ruff well under a second; mypy reuses `.mypy_cache`, a few seconds); a
-cold mypy run over the core package takes about 9 s of CPU (large third-party packages are skipped, see pyproject).
+cold mypy run over the four packages takes about 18 s of CPU (large third-party packages are skipped, see pyproject).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.cli import main, score_cmd
+from cua_verifier.cli import main, score_cmd
 from verifier.records import ResultsInUseError, ResultWriter, ScoreRecord
 from verifier.testing import ScriptedJudge
 from verifier.trajectory import Task, Trajectory

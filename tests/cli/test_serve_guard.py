@@ -9,10 +9,10 @@ import shlex
 
 import pytest
 
+from cua_verifier.cli import main
 from serving import cli as serve_cli
 from serving.command import ServeConfig, build_command, reserved_flag
 from serving.presets import get_preset
-from verifier.cli import main
 from verifier.errors import ConfigError
 
 

@@ -9,8 +9,8 @@ import argparse
 
 import pytest
 
+from cua_verifier.cli._options import settings_overrides
 from reward import RewardSettings, make_uv_rewards
-from verifier.cli._options import settings_overrides
 from verifier.judge.config import JudgeConfig
 from verifier.settings import EnvSettings, split_urls
 

@@ -10,11 +10,11 @@ ray = pytest.importorskip("ray")
 
 from dist_helpers import judge_settings, write_source
 
-from reward.settings import RewardSettings
+from cua_verifier.cli import main
 from serving.reward_service.loadtest import LoopbackJudge
-from verifier.cli import main
 from verifier.distributed.ray_backend import run_ray
 from verifier.records import ResultWriter
+from verifier.settings import RewardSettings
 
 pytestmark = pytest.mark.slow
 

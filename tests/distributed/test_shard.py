@@ -6,12 +6,12 @@ import json
 import pytest
 from dist_helpers import judge_settings, write_source
 
+from cua_verifier.cli import main
 from reward.echo_judge import EchoJudgeServer
 from serving.reward_service.loadtest import LoopbackJudge
-from verifier.cli import main
-from verifier.cli.score_dataset_cmd import iter_folder
 from verifier.distributed.shard import parse_shard, shard_items, stable_bucket
 from verifier.errors import ConfigError
+from verifier.sources.rows import iter_folder
 
 
 def test_stable_bucket_is_fixed_across_processes_and_in_range():

@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
 from engine_utils.tiny_qwen2vl import build_tiny_qwen2vl
+from suite_env import missing
 
 from serving.command import ServeConfig, build_command
 from serving.launcher import kill_server, probe_health, start_server, stop_server, wait_for_health
@@ -127,14 +128,10 @@ def _judge_venv() -> Path | None:
 
 @pytest.fixture(scope="session")
 def judge_venv() -> Path:
-    """The vLLM CPU environment; skip locally, fail in CI (CUA_REQUIRE_ENGINE=1) when missing."""
+    """The vLLM CPU environment; skip locally, fail in CI (suite_env.required_here) when missing."""
     venv = _judge_venv()
     if venv is None:
-        msg = ("judge venv missing: run `bash serving/setup_judge_env.sh --cpu` "
-               "(or set CUA_JUDGE_VENV)")
-        if os.environ.get("CUA_REQUIRE_ENGINE") == "1" or os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(msg, pytrace=False)
-        pytest.skip(msg)
+        missing("judge venv missing: run `bash serving/setup_judge_env.sh --cpu` (or set CUA_JUDGE_VENV)")
     return venv
 
 

@@ -4,7 +4,8 @@ Random weights make every verdict meaningless, so this checks the plumbing and t
 shape: each selected rule is reported with its cases, every case is either scored (a result with
 calls and the engine's model) or unscored with a typed judge error, the suite rates follow from
 the counts, the JSON equals what was printed, and the real trajectory (X2) is judged from
-../shared/data (under CI=true its absence is a failure, locally it is left out of the selection).
+../shared/data or $CUA_SHARED_DATA (under CI its absence is a failure, locally it is left out of the
+selection).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from pipeline_support import typed_judge_failure
+from suite_env import required_here
 
 from verifier.calibrate import CalibrationReport, load_suite
 
@@ -32,8 +34,8 @@ def test_calibrate_command_on_the_cpu_engine(engine, tmp_path: Path) -> None:
     only = list(RULES)
     x2 = load_suite(REPO / "examples" / "calibration", only=["X2"])[0]
     if x2.unavailable:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"shared data absent in CI: {x2.unavailable}")
+        if required_here():
+            pytest.fail(f"shared data absent in CI: {x2.unavailable} (set CUA_SHARED_DATA)")
     else:
         only.append("X2")
     config = tmp_path / "settings.json"

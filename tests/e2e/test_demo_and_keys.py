@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from cua_verifier.cli import main
 from serving import cli, demo
-from verifier.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 USER_KEY = "sk-real-provider-key-must-not-leak"
@@ -68,7 +68,7 @@ def test_demo_generates_its_own_key_and_never_hands_over_the_users(launches, no_
 
 
 def test_score_gives_the_demo_key_to_its_client(monkeypatch):
-    from verifier.cli import score_cmd
+    from cua_verifier.cli import score_cmd
 
     class Demo:
         base_url, model, log_path, api_key_env = "http://127.0.0.1:1/v1", "judge", "demo.log", demo.DEMO_KEY_ENV

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from verifier.cli._preflight import check_judge
+from cua_verifier.cli._preflight import check_judge
 from verifier.errors import JudgeUnavailableError
 from verifier.judge import make_judge
 

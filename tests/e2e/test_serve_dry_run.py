@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from cua_verifier.cli import main
 from serving.command import ServeConfig, build_command
 from serving.presets import PRESETS, get_preset
-from verifier.cli import main
 from verifier.errors import ConfigError
 
 SECRET = "s3cr3t-value-that-must-not-print"

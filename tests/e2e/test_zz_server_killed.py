@@ -40,7 +40,7 @@ def _records(path: Path) -> list[dict]:
 
 def _score_dataset(src: Path, out: Path, engine, cfg: Path, log: Path, concurrency: int) -> subprocess.Popen:
     """Run `cua-verifier score-dataset` in a child process; its output goes to `log` (no pipe to fill)."""
-    argv = [sys.executable, "-c", "import sys; from verifier.cli import main; sys.exit(main(sys.argv[1:]))",
+    argv = [sys.executable, "-c", "import sys; from cua_verifier.cli import main; sys.exit(main(sys.argv[1:]))",
             "score-dataset", str(src), "--out", str(out), "--judge-url", engine.base_url,
             "--model", engine.model, "--config", str(cfg), "--concurrency", str(concurrency), "--no-progress"]
     env = {**os.environ, "CUA_JUDGE_API_KEY": engine.api_key}

@@ -165,3 +165,16 @@ def test_close_all_leaves_the_thread_able_to_run_asyncio(env):
     close_all()
     assert asyncio.run(asyncio.sleep(0, result=7)) == 7
     image_of(env.reset(task_id="library-riverside-saturday"))  # and the env comes back on next use
+
+
+def test_policy_sees_a_thumbnail_and_the_recording_keeps_full_size(make_env):
+    """A 1280x800 screenshot costs a VLM ~1.3 k tokens per step: the policy gets `policy_max_side`."""
+    env = make_env(policy_max_side=128)
+    try:
+        parts = env.reset(task_id="library-riverside-saturday")
+        (img,) = [p["image"] for p in parts if p["type"] == "image"]
+        assert max(img.size) == 128
+        shot = env.trajectory.screenshots[0]
+        assert shot.image().size == (480, 320)
+    finally:
+        env.__exit__(None, None, None)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from reward.adapters import from_conversation
+from verifier.loaders.rollouts import from_conversation
 from verifier.trajectory import Task
 
 README = Path(__file__).resolve().parents[2] / "reward" / "README.md"

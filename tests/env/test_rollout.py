@@ -1,5 +1,5 @@
 """A scripted agent through `make_rollout_func`: the episodes reach the verifier rewards as the
-`trajectory` rollout field (reward.adapters path (b)), screenshots included."""
+`trajectory` rollout field (verifier.loaders.rollouts path (b)), screenshots included."""
 from __future__ import annotations
 
 import asyncio

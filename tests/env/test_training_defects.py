@@ -83,9 +83,10 @@ def test_grpo_train_saves_the_final_model(tmp_path):
     assert (tmp_path / "checkpoint-1").is_dir()
 
 
-def test_shadow_free_import_path_resolves_like_trl_grpo(monkeypatch):
+def test_cua_verifier_reward_names_resolve_like_trl_grpo(monkeypatch):
     """`trl grpo --reward_funcs X.Y` imports X after putting the working directory first on
-    sys.path; `cua_verifier` is the name no unrelated PyPI package uses."""
+    sys.path. `cua_verifier.uv_outcome` is `reward.uv_outcome` itself: a second name, not a way
+    around the clash with the unrelated PyPI `reward` package (README, "Package names")."""
     import cua_verifier
     import reward
 

@@ -36,11 +36,8 @@ def test_state_machine_open_half_open_probe_close():
     for _ in range(2):
         assert b.acquire()
         b.failure("HTTP 503")
-    b.success()  # a success resets the streak
-    for _ in range(2):
-        b.failure("HTTP 503")
-    assert b.state == "closed" and b.acquire()
-    b.failure("connection refused")
+    assert b.state == "closed" and b.acquire()  # 2 known requests: fewer than 3 to judge on
+    b.failure("connection refused")  # 3 of 3 failed: down
     assert b.state == "open" and not b.acquire() and b.retry_in() == 10.0
     clock.t += 9.9
     assert not b.acquire()
@@ -55,6 +52,52 @@ def test_state_machine_open_half_open_probe_close():
     assert b.acquire()
     b.success()
     assert b.state == "closed" and b.acquire() and b.acquire()
+    b.failure("HTTP 503")  # the window was forgotten on recovery: 1 failure of 2 is not down
+    assert b.state == "closed"
+
+
+def test_a_flaky_judge_keeps_its_circuit_closed_a_dead_one_opens_it():
+    """Issue 20 §5: failures mixed with answers (a flaky judge, 60% 500s, runs of 10 failures and
+    more included) never open the circuit; nearly every request failing does."""
+    import random
+
+    rng = random.Random(7)
+    flaky = CircuitBreaker(20, 30.0, clock=Clock())
+    longest = run = 0
+    for _ in range(2000):
+        if rng.random() < 0.6:
+            flaky.failure("HTTP 500")
+            run += 1
+            longest = max(longest, run)
+        else:
+            flaky.success()
+            run = 0
+        assert flaky.state == "closed"
+    assert longest >= 10  # the run that opened the old streak breaker (10 in a row)
+    assert 0.3 < flaky.failure_share() < 0.9
+    down = CircuitBreaker(20, 30.0, clock=Clock())
+    for _ in range(30):
+        down.success()  # healthy for a while, then refused for good
+    opened_after = next(k for k in range(1, 100) if (down.failure("refused"), down.state)[1] == "open")
+    assert opened_after == 38  # 38 of the last 40 = 95%
+
+
+def test_stalls_in_a_row_open_the_circuit_and_an_answer_between_resets_them():
+    """Issue 20 §6: a hung judge answers nothing, so stalls (timeouts) open the circuit on their own,
+    at one request at a time, without waiting for the window."""
+    b = CircuitBreaker(20, 30.0, clock=Clock())
+    for _ in range(10):
+        b.success()
+    b.failure("timeout", stall=True)
+    b.failure("timeout", stall=True)
+    b.success()
+    b.failure("timeout", stall=True)
+    b.failure("HTTP 500")  # an answer, even an error, is not a stall
+    b.failure("timeout", stall=True)
+    b.failure("timeout", stall=True)
+    assert b.state == "closed"
+    b.failure("timeout", stall=True)
+    assert b.state == "open"
 
 
 def test_threshold_zero_disables_the_breaker():
@@ -135,7 +178,8 @@ async def test_a_deadline_bounds_one_call_and_counts_as_a_timeout(server):
     from verifier.judge.deadline import deadline_in
 
     server.default = fault("hang")
-    judge = make_judge(fast_config(server.url, timeout_s=60.0, transport_retries=4, breaker_failures=5))
+    judge = make_judge(fast_config(server.url, timeout_s=60.0, transport_retries=4, breaker_failures=5,
+                                   call_deadline_share=1.0))
     try:
         start = time.monotonic()
         with deadline_in(1.5), pytest.raises(JudgeDeadlineError, match="deadline") as err:
@@ -145,3 +189,50 @@ async def test_a_deadline_bounds_one_call_and_counts_as_a_timeout(server):
         assert judge._pool.breakers[server.url]._streak == 1  # the cut request was a timeout
     finally:
         await judge.aclose()
+
+
+async def test_a_hung_judge_costs_one_share_per_call_and_opens_the_circuit_one_call_at_a_time(server):
+    """Issue 20 §6: one call's retries together get its share of the time left (a third by default),
+    and ends as the judge's timeout, not the deadline's; its stall teaches the breaker, so calls made
+    one at a time against a judge that never answers open the circuit after three stalls, and the
+    whole run stays within the deadline."""
+    from judge_server import fault
+
+    from verifier.judge.deadline import deadline_in
+
+    server.default = fault("hang")
+    judge = make_judge(fast_config(server.url, timeout_s=60.0, transport_retries=4))
+    try:
+        start = time.monotonic()
+        with deadline_in(3.0):
+            with pytest.raises(JudgeUnavailableError, match="timeout") as err:
+                await judge.complete(MSGS, Answer, stage="rubric")
+            first = time.monotonic() - start
+            assert 0.9 <= first < 1.6, first  # a third of 3 s, not all of it (nor 5 x 60 s)
+            assert type(err.value) is JudgeUnavailableError and len(server.requests) == 1
+            for _ in range(2):  # the next stalls, one call at a time, each a third of what is left
+                with pytest.raises(JudgeUnavailableError, match="timeout"):
+                    await judge.complete(MSGS, Answer, stage="evidence")
+            assert judge._pool.breakers[server.url].state == "open" and len(server.requests) == 3
+            with pytest.raises(JudgeCircuitOpenError):  # fails fast: the judge is not asked again
+                await judge.complete(MSGS, Answer, stage="outcome")
+        assert len(server.requests) == 3 and time.monotonic() - start < 3.0
+    finally:
+        await judge.aclose()
+
+
+def test_stalls_that_overlap_count_once():
+    """A burst of concurrent requests timing out together (a slow moment) is one stall, not a dead
+    judge; stalls one after another still open the circuit."""
+    clock = Clock()
+    b = CircuitBreaker(20, 30.0, clock=clock)
+    sent = clock.t
+    clock.t += 60  # ten requests sent together, all timing out at once
+    for _ in range(10):
+        b.failure("timeout", stall=True, started=sent)
+    assert b.state == "closed"
+    for _ in range(2):  # the next rounds, each sent after the last one timed out
+        sent = clock.t
+        clock.t += 60
+        b.failure("timeout", stall=True, started=sent)
+    assert b.state == "open"

@@ -172,3 +172,70 @@ async def test_a_judge_that_keeps_failing_gives_none_never_zero(server, kind):
     proc, outc, reasons = await _rewards(server.url, overrides)
     assert proc == [None, None] and outc == [None, None]
     assert all(r.startswith("Judge") and "Error: [rubric]" in r for r in reasons), reasons
+
+
+# ---- a flaky judge is not a dead one (issue 20 §5) ----------------------------------------------
+#: The breaker as it was: open after 10 failures in a row (a window of 10, all failed), no stall rule.
+STREAK_BREAKER = {"breaker_failures": 10, "breaker_window": 10, "breaker_failure_ratio": 1.0, "breaker_stalls": 0}
+FLAKY_JUDGE = {"transport_retries": 4, "backoff_initial_s": 0.01, "backoff_max_s": 0.05, "backoff_jitter_s": 0.0,
+               "timeout_s": 10.0}
+
+
+def _many_rollouts(tasks: int, g: int):
+    from PIL import Image
+
+    prompts, completions = [], []
+    for t in range(tasks):
+        first = Image.new("RGB", (16, 16), (0, 0, 10 * t))
+        for j in range(g):
+            prompts.append([{"role": "user", "content": [
+                {"type": "image", "image": first}, {"type": "text", "text": f"Find the cheapest flight to city {t}"}]}])
+            completions.append([{"role": "assistant", "content": "go", "tool_calls": [
+                                    {"type": "function", "function": {"name": "click", "arguments": {"x": j}}}]},
+                                {"role": "tool", "name": "click",
+                                 "content": [{"type": "image", "image": Image.new("RGB", (16, 16), (40 * j, t, 0))}]},
+                                {"role": "assistant", "content": f"answer {j}"}])
+    return prompts, completions
+
+
+async def flaky_run(server, fault_rate: float, judge: dict, *, tasks: int = 6, g: int = 4, seed: int = 0):
+    """Outcome rewards of tasks x g rollouts against a judge answering `fault_rate` of its requests
+    with HTTP 500, counting a degraded verification as scored (as `score` does), and the breaker's
+    final state."""
+    import random
+    import threading
+
+    from reward import clear_sessions, make_uv_rewards
+
+    rng, lock = random.Random(seed), threading.Lock()
+
+    def sometimes_500(body: dict):
+        with lock:
+            bad = rng.random() < fault_rate
+        return status(500) if bad else echo(body)
+
+    server.default = sometimes_500
+    clear_sessions()
+    uv = make_uv_rewards(judge_url=server.url, model="judge", judge={**FLAKY_JUDGE, **judge},
+                         none_if_degraded=frozenset())
+    try:
+        outc = await uv.outcome(*_many_rollouts(tasks, g))
+        state = uv.outcome.session.judge_for_loop()._pool.breakers[server.url].state
+    finally:
+        await uv.outcome.session.aclose()
+        clear_sessions()
+    return outc, state
+
+
+@pytest.mark.slow  # ~20 s: 24 rollouts, ~500 judge requests
+async def test_a_flaky_judge_keeps_most_rollouts_scored_with_no_wrong_verdict(server):
+    """60% of requests answered 500: retries recover most calls, and the breaker, which tells flaky
+    from down, stays closed, so at least 80% of rollouts are scored; every verdict equals the clean
+    judge's (an outage never becomes a verdict). tests/judge/flaky_figures.py prints the whole curve
+    for this breaker and for the old streak breaker."""
+    outc, state = await flaky_run(server, 0.6, {})
+    assert sum(o is not None for o in outc) >= 0.8 * len(outc), outc
+    assert {o for o in outc if o is not None} == {1.0}  # the echo judge's verdict, never a 0 from an outage
+    assert state == "closed"
+    outc, state = await flaky_run(server, 1.0, {})  # down: every request fails, the circuit opens
+    assert outc == [None] * len(outc) and state == "open"

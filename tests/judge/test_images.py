@@ -159,3 +159,69 @@ def test_media_dir_sends_file_urls_written_once(tmp_path):
         Screenshot.from_bytes(raw, step=1))
     assert resized.url.endswith(".jpg")
     assert Image.open(Path(url2pathname(urlsplit(resized.url).path))).size == (100, 66)
+
+
+# ---- broken screenshots are refused once, with a reason (issue 20 §7) ---------------------------
+def broken_pngs() -> dict[str, bytes]:
+    good = png(64, 48, (10, 120, 200))
+    idat = good.index(b"IDAT")
+    flipped = bytearray(good)
+    flipped[idat + 8] ^= 0x01  # one bit of the compressed pixels (the chunk's CRC no longer matches)
+    return {"truncated": good[: len(good) * 2 // 3], "bit_flipped": bytes(flipped),
+            "no_end": good[: good.index(b"IEND") - 4]}
+
+
+@pytest.mark.parametrize("kind", sorted(broken_pngs()))
+def test_verify_image_bytes_names_what_is_wrong_and_decides_once_per_hash(kind, monkeypatch):
+    from verifier.judge import images
+
+    bad, good = broken_pngs()[kind], png(64, 48, (10, 120, 200))
+    assert images.verify_image_bytes(good) is None
+    assert images.verify_image_bytes(jpeg_bytes(32, 32)) is None
+    reason = images.verify_image_bytes(bad)
+    assert reason and isinstance(reason, str)
+    monkeypatch.setattr(images, "_check", lambda data: pytest.fail("verified twice"))
+    assert images.verify_image_bytes(bad) == reason and images.verify_image_bytes(good) is None
+
+
+@pytest.mark.parametrize("kind", sorted(broken_pngs()))
+def test_a_broken_png_within_the_limits_is_refused_not_passed_through(kind):
+    """The header of a truncated or bit-flipped PNG reads fine, so it used to be sent to the judge
+    as it was; the encoder now verifies the bytes it passes through."""
+    bad = broken_pngs()[kind]
+    shot = Screenshot.from_bytes(bad, step=3)
+    assert shot.size() == (64, 48)  # the header check alone lets it through
+    enc = ImageEncoder(max_side=None, max_pixels=1_310_720)
+    with pytest.raises(ScreenshotError, match="step 3.*not a readable image"):
+        enc.encode(shot)
+    assert enc.prepared == 0
+
+
+async def test_a_broken_png_makes_its_rollout_unscored_with_the_reason(server):
+    """Through the pipeline against a real loopback judge: the rollout with a truncated screenshot is
+    unscored, the reason names the screenshot; the same rollout with the whole file is scored."""
+    from judge_server import echo
+
+    from verifier.session import VerifierSession
+    from verifier.settings import RewardSettings
+    from verifier.trajectory import Step, Task, Trajectory
+
+    server.default = echo
+
+    def rollout(last: bytes) -> Trajectory:
+        return Trajectory(task=Task(id="t", instruction="Open the pricing page"),
+                          steps=[Step(index=1, action="click", arguments={"x": 1, "y": 2})],
+                          screenshots=[Screenshot.from_bytes(png(64, 48, (1, 2, 3)), step=0),
+                                       Screenshot.from_bytes(last, step=1, timing="after")],
+                          final_answer="done")
+
+    session = VerifierSession(RewardSettings(judge={"base_urls": [server.url], "model": "judge",
+                                                    "backoff_initial_s": 0.01}))
+    try:
+        good = await session.verify(rollout(png(64, 48, (10, 120, 200))))
+        bad = await session.verify(rollout(broken_pngs()["truncated"]))
+    finally:
+        await session.aclose()
+    assert good.ok, good.error
+    assert not bad.ok and isinstance(bad.error, ScreenshotError)
+    assert "step 1" in str(bad.error) and "not a readable image" in str(bad.error)

@@ -49,7 +49,8 @@ async def timed(reward, prompts, completions, **kw):
 
 async def test_hanging_judge_is_cut_by_the_batch_deadline(server):
     """A judge that accepts and never answers, no breaker, 60 s per request and 5 tries (~300 s
-    without a deadline): the batch ends at its 1.5 s deadline, every reward None with the reason."""
+    without a deadline): the batch ends within its 1.5 s deadline (its first judge call gets a third
+    of it, see JudgeConfig.call_deadline_share), every reward None with the reason."""
     server.default = fault("hang")
     r = uv(server.url, judge={"timeout_s": 60.0, "transport_retries": 4, "breaker_failures": 0},
            batch_deadline_s=1.5)
@@ -59,8 +60,9 @@ async def test_hanging_judge_is_cut_by_the_batch_deadline(server):
         r.process(p, c), r.outcome(p, c, log_extra=lambda k, v: extra.setdefault(k, v),
                                    log_metric=lambda k, v: metrics.setdefault(k, v))), prompts, completions)
     assert proc == [None] * 6 and outc == [None] * 6
-    assert 1.4 <= took < 3.0, took
-    assert all(v.startswith("JudgeDeadlineError: deadline passed") for v in extra["uv_outcome/unscored_reason"])
+    assert 0.4 <= took < 3.0, took
+    assert all(v.startswith(("JudgeDeadlineError: deadline passed", "JudgeUnavailableError: [rubric]"))
+               and ("timeout" in v or "deadline" in v) for v in extra["uv_outcome/unscored_reason"])
     assert extra["uv_outcome/outcome_reasoning"] == [None] * 6
     assert metrics["uv_outcome/judge_unavailable_rate"] == 1.0 and metrics["uv_outcome/failure_rate"] == 1.0
     assert r.process.session.runs == 6  # one verification per rollout, shared by both rewards
@@ -72,7 +74,7 @@ async def test_verification_deadline_bounds_each_rollout(server):
     r = uv(server.url, judge={"timeout_s": 60.0, "breaker_failures": 0}, batch_deadline_s=None,
            verify_deadline_s=0.8)
     (out, took) = await timed(r.outcome, *rollouts("verify", tasks=1, g=2))
-    assert out == [None, None] and 0.7 <= took < 2.5, took
+    assert out == [None, None] and 0.2 <= took < 2.5, took  # the rubric's share of 0.8 s, or all of it
     await r.outcome.session.aclose()
 
 

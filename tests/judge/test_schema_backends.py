@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from engine_utils.sized_schemas import sized_models
 from pydantic import BaseModel, Field, ValidationError
 
 from verifier.baselines.webjudge import Judgment, KeyPoints, ScreenshotRelevance
@@ -37,13 +38,16 @@ CHECKER = Path(__file__).with_name("schema_backends_check.py")
 
 
 def output_schemas() -> dict[str, dict]:
-    """name -> schema of every output model a verification and the baselines send."""
+    """name -> schema of every output model a verification and the baselines send, plus each
+    per-call model at the real maximum (9 criteria) and at the bound (`MAX_CRITERIA`) of issue 19."""
     judge = ScriptedJudge()
     traj = load_trajectory(REPO / "examples" / "trajectories" / "library-hours-success")
     asyncio.run(verify(traj, VerifierConfig(rubric_audit=True, diagnosis=True), judge=judge))
     models = {f"{r.stage}:{r.output_model.__name__}": r.output_model for r in judge.requests}
     models.update({m.__name__: m for m in (KeyPoints, ScreenshotRelevance, Judgment, WebVoyagerVerdict)})
+    models.update(sized_models())
     return {name: json_schema_for(model) for name, model in models.items()}
+
 
 
 class Stepped(BaseModel):

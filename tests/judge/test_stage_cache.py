@@ -66,3 +66,26 @@ async def test_a_joiner_with_time_left_recomputes_what_the_starters_deadline_end
     assert await joiner == ("the rubric", False)  # computed again, under its own budget
     assert len(started) == 2 and started[0] < 0.2 < started[1]
     assert await caller(0.1) == ("the rubric", True)  # and then cached for everyone
+
+
+async def test_max_entries_evicts_the_least_recently_used_and_keeps_the_newest():
+    """Issue 20 R4b: a full cache drops its oldest entry (a hit refreshes one), never the one just
+    stored, or a long run would pay the newest rubric again on its very next rollout."""
+    from verifier.cache import StageCache
+
+    cache = StageCache(max_entries=2)
+    calls: list[str] = []
+
+    def make(value: str):
+        async def compute():
+            calls.append(value)
+            return value
+        return compute
+
+    for key in ("a", "b"):
+        await cache.get_or_compute("rubric", key, make(key))
+    assert (await cache.get_or_compute("rubric", "a", make("a")))[1]  # a hit: "a" is now the newest
+    await cache.get_or_compute("rubric", "c", make("c"))  # full: evicts "b", the least recently used
+    assert len(cache) == 2 and cache.ready("rubric", "c") and cache.ready("rubric", "a")
+    assert not cache.ready("rubric", "b")
+    assert calls == ["a", "b", "c"]

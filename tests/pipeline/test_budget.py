@@ -169,6 +169,20 @@ def test_pipeline_shrinks_to_fit_and_records_what_it_cut() -> None:
     assert h.trims[0].cuts[0] == "compress_thoughts" and h.thoughts != "full"
 
 
+def test_every_text_a_call_sends_is_counted_the_limits_line_included() -> None:
+    """One token short for the largest call as sent: the budget must see the whole call (the
+    per-field limits line `Run.ask` appends included) to know it must shrink it."""
+    traj = _long_traj()
+    largest = _reference_size(traj)
+    judge, _ = _judge(largest - 1)
+    result = asyncio.run(verify(traj, VerifierConfig(), judge=judge))
+    budget = _budget(largest - 1, per=4)
+    assert any("Reply length limits" in t.text for r in judge.requests for t in r.messages[1].content if t.type == "text")
+    for req in judge.requests:
+        assert _sent_tokens(budget, req.messages) + _reserve(req) <= budget.context, req.stage
+    assert result.history.trims
+
+
 def test_pipeline_refuses_a_call_that_cannot_fit_without_sending_it() -> None:
     traj = _long_traj(8)
     judge, _ = _judge(4096)  # the system prompt alone is larger

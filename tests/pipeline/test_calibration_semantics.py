@@ -60,8 +60,9 @@ async def test_permission_profile_selects_the_critical_point_rules(permission, s
     quote = "go ahead and place the order" if permission == "granted" else ""
     judge = ScriptedJudge({"rubric": profile_rubric(permission, permission_quote=quote,
                                                     missing_personal_data=["phone number"])})
-    res = await verify(make_traj(2), judge=judge)
-    assert res.permission_profile["permission"] == permission
+    # The task's own words grant it (issue 19: a grant whose quote is not in the task is overruled).
+    res = await verify(make_traj(2, task="Buy the blue mouse; go ahead and place the order."), judge=judge)
+    assert res.permission_profile["permission"] == permission and res.permission_overruled == ""
     for stage in ("outcome", "side_effects"):
         text = system(judge.requests_for(stage)[0])
         assert shown in text and absent not in text, stage
@@ -124,7 +125,8 @@ async def test_penalty_without_on_screen_evidence_is_dropped_not_forced():
     res = await verify(make_traj(3), judge=judge)
     assert res.forced_failure == [] and res.outcome_success is True
     assert res.penalties == [] and res.process_score == 1.0
-    assert res.unsupported_claims == ["side effect without on-screen evidence: charger added"]
+    assert res.unsupported_claims == ["side effect without evidence shown to the judge: charger added"]
+    assert res.overruled == ["side effect 'charger added': screenshot(s) [40] cited but not shown in that call: rejected"]
 
 
 async def test_violation_without_screenshots_is_an_invalid_reply():
@@ -157,7 +159,7 @@ async def test_forced_failure_needs_a_majority_of_side_effect_votes(answers, for
     assert res.forced_failure == forced
     assert res.outcome_success is (not forced)
     assert bool(res.penalties) is penalised
-    assert res.process_score == pytest.approx(0.75 if penalised else 1.0)
+    assert res.process_score == pytest.approx(10 / 13 if penalised else 1.0)  # dilute: 10 / (10 + 3)
 
 
 # ---- H1: long histories are compressed, never cut ------------------------------------------------
@@ -217,3 +219,20 @@ async def test_without_a_declared_tool_list_no_6_2_is_made():
     res = await verify(make_traj(3), judge=judge)
     assert res.diagnosis.failure_points == []
     assert "Not declared. Action names this run used" in user(judge.requests_for("diagnosis_failures")[0])
+
+
+# ---- O13: a provided rubric is scored as given (no rubric call) ---------------------------------
+async def test_provided_rubric_replaces_the_rubric_call_and_its_profile_drives_the_rules():
+    from verifier.schemas import Rubric
+
+    given = Rubric.model_validate({
+        "criteria": [{"id": "c1", "name": "hours stated", "description": "d", "max_points": 4},
+                     {"id": "c2", "name": "cites the URL", "description": "phantom", "max_points": 3}],
+        "permission": {"permission": "no_critical_point"}})
+    judge = ScriptedJudge({"rescoring": rescore({"c1": 4, "c2": 3})})
+    res = await verify(make_traj(2), judge=judge, rubric=given)
+    assert "rubric" not in judge.stages() and "rubric" not in res.usage.per_stage
+    assert [c.name for c in res.criteria] == ["hours stated", "cites the URL"]
+    assert res.permission_profile and res.permission_profile["permission"] == "no_critical_point"
+    assert "This task has no critical point" in system(judge.requests_for("outcome")[0])
+    assert "cites the URL" in user(judge.requests_for("rescoring")[0])

@@ -75,18 +75,20 @@ async def test_side_effects_force_outcome_failure(effects, reason):
     assert [f.split(" (screenshots")[0] for f in res.forced_failure] == [reason]
     if effects.get("penalties"):
         assert res.process_score_before_penalties == 1.0
-        assert res.process_score == pytest.approx(0.75)
+        assert res.process_score == pytest.approx(10 / 13)  # dilute (the default): 10 / (10 + 3)
         assert res.process_success is False
         assert (res.penalties[0].steps, res.penalties[0].screenshots) == ([2], [3])  # outside the run: dropped
     else:
         assert res.critical_point_violation and res.process_score == 1.0
 
 
-async def test_dilute_penalty_mode():
+async def test_penalty_modes_dilute_by_default_and_fraction_on_request():
     judge = ScriptedJudge({"side_effects": {"reasoning": "r", "penalties": [
         {"name": "cart", "description": "d", "points": 2, "screenshots": [2]}]}})
-    res = await verify(make_traj(2), VerifierConfig(penalty_mode="dilute"), judge=judge)
-    assert res.process_score == pytest.approx(10 / 12)
+    res = await verify(make_traj(2), judge=judge)
+    assert res.config["penalty_mode"] == "dilute" and res.process_score == pytest.approx(10 / 12)
+    res = await verify(make_traj(2), VerifierConfig(penalty_mode="fraction"), judge=judge)
+    assert res.process_score == pytest.approx(1 - 0.25 * 2 / 3)
 
 
 async def test_screenshot_evidence_overrides_action_only_scores():

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from verifier import schemas
 from verifier.config import VerifierConfig
 from verifier.judge.schema import json_schema_for, unbounded_paths, worst_case_chars
+from verifier.limits import MAX_CRITERION_POINTS
 from verifier.narrowing import for_call
 from verifier.pipeline import verify
 from verifier.testing import ScriptedJudge
@@ -25,13 +26,16 @@ BATCHES = [schemas.RelevanceBatch, schemas.EvidenceBatch, schemas.ConditionDecis
 IDS = tuple(f"c{i}" for i in range(1, schemas.MAX_CRITERIA + 1))
 
 
+HALF_POINTS = [k / 2 for k in range(2 * MAX_CRITERION_POINTS + 1)]
+
+
 def _numbers(schema) -> list[str]:
     """JSON-schema `number` (float) fields other than half points: none may reach the judge.
 
-    Earned points are the one non-integer number: [0, 10] in steps of 0.5 (one decimal at most),
-    sent as the list of its 21 allowed values (every structured-outputs backend compiles an enum)."""
+    Earned points are the one non-integer number: [0, 24] in steps of 0.5 (one decimal at most),
+    sent as the list of its 49 allowed values (every structured-outputs backend compiles an enum)."""
     if isinstance(schema, dict):
-        half_points = schema.get("enum") == [k / 2 for k in range(21)]
+        half_points = schema.get("enum") == HALF_POINTS
         found = ["number"] if schema.get("type") == "number" and not half_points else []
         return found + [p for v in schema.values() for p in _numbers(v)]
     if isinstance(schema, list):
@@ -85,22 +89,24 @@ def test_earned_points_are_half_points_in_range(base):
     if base is schemas.ActionScores:
         item = {"criterion_id": "c1", "justification": "j"}
     notes = {"reality_notes": [{"criterion_id": "c1", "note": "n"}]} if base is schemas.Rescoring else {}
-    for ok in (0, 0.5, 2.5, 7, 10):
+    for ok in (0, 0.5, 2.5, 7, 10, 11.5, 24):  # half points up to 24 (real: 11 of 369 final values)
         assert model.model_validate({**notes, "items": [{**item, "earned": ok}]}).items[0].earned == ok
-    for bad in (2.25, 0.1, 10.5, 11, -0.5):
+    for bad in (2.25, 0.1, 24.5, 25, -0.5):
         with pytest.raises(ValueError):
             model.model_validate({**notes, "items": [{**item, "earned": bad}]})
     earned = json_schema_for(model)["properties"]["items"]["items"]["properties"]["earned"]
-    assert (earned["type"], earned["enum"]) == ("number", [k / 2 for k in range(21)])
+    assert (earned["type"], earned["enum"]) == ("number", HALF_POINTS)
 
 
-# A weak judge tends to fill every string and list, and must still close its JSON within max_tokens
-# (2048 by default; the engine-tier model truncated a 6.8k-character Outcome). These caps keep the
-# worst case small; the rubric is the one large reply (up to 12 criteria with full/partial/zero text).
-# The rubric grew by the permission profile (issue 9, S2), about 760 characters at worst.
-FIXED_BUDGET = {"RubricDraft": 22_000, "FailureReport": 4_500, "Outcome": 3_500, "SideEffects": 3_500,
-                "TaskValidity": 1_500}
-PER_CRITERION_BUDGET = 1_700  # characters per criterion of a per-call model (evidence is the largest)
+# The worst case (every string and list full) pinned, so a bound cannot grow unnoticed. Since
+# issue 19 the bounds are sized from real judge output (verifier.limits: each at least twice the
+# largest real value), no longer from what a weak judge can fill within max_tokens: a capable judge
+# cut off by the contract is a wrong verdict, while a weak judge that fills every field of a large
+# call until `max_tokens_cap` gets a typed, visible JudgeTruncatedError. A value at its bound is
+# recorded in `result.truncated`.
+FIXED_BUDGET = {"RubricDraft": 71_000, "FailureReport": 111_000, "Outcome": 10_500, "SideEffects": 12_000,
+                "TaskValidity": 1_300}
+PER_CRITERION_BUDGET = 5_300  # characters per criterion of a per-call model (evidence is the largest)
 
 
 @pytest.mark.parametrize("name,budget", sorted(FIXED_BUDGET.items()))

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from verifier.cli import main, score_cmd
-from verifier.cli._sources import display_path
+from cua_verifier.cli import main, score_cmd
 from verifier.errors import JudgeUnavailableError
 from verifier.result import RESULT_SCHEMA_VERSION
+from verifier.sources.items import display_path
 from verifier.testing import ScriptedJudge
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "trajectories"

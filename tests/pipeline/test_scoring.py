@@ -61,8 +61,8 @@ def test_penalty_fraction_is_size_independent():
     small = apply_penalties(1.0, [3], total_max=5, mode="fraction", fraction=0.25)
     big = apply_penalties(1.0, [3], total_max=50, mode="fraction", fraction=0.25)
     assert small == big == pytest.approx(0.75)
-    assert apply_penalties(0.8, [1], total_max=10) == pytest.approx(0.8 * (1 - 0.25 / 3))
-    assert apply_penalties(1.0, [3, 3, 3, 3, 3], total_max=10) == 0.0  # floored, never negative
+    assert apply_penalties(0.8, [1], total_max=10, mode="fraction") == pytest.approx(0.8 * (1 - 0.25 / 3))
+    assert apply_penalties(1.0, [3, 3, 3, 3, 3], total_max=10, mode="fraction") == 0.0  # floored, never negative
 
 
 def test_penalty_dilute_matches_reference():
@@ -218,7 +218,7 @@ def test_offline_score_writes_an_undecided_outcome_as_unscored(repo_root, tmp_pa
     the reason (and exit code 3), not a failed verdict."""
     import json
 
-    from verifier.cli import main, score_cmd
+    from cua_verifier.cli import main, score_cmd
 
     traj = repo_root / "examples" / "trajectories" / "library-hours-success"
     calls = iter([None, None, True])

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 
 import pytest
 import reward_fakes
@@ -14,8 +13,8 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from PIL import Image as PILImage
 
+from cua_verifier.cli import build_parser
 from reward import RewardSettings
-from verifier.cli import build_parser
 from verifier.records import ResultWriter
 from verifier.trajectory import Step, Task, Trajectory
 
@@ -138,34 +137,48 @@ def test_card_lists_the_prompt_versions_the_real_pipeline_used(tmp_path):
     assert uv["config"]["effective"]["votes"] == recs[0].result["config"]["votes"]
 
 
-def test_push_to_hub_uploads_the_same_folder(tmp_path, monkeypatch):
-    """No hub here: only HfApi's two network calls are replaced; what they receive is checked."""
-    import huggingface_hub
-
+def test_push_to_hub_goes_through_datasets_push_to_hub_with_a_card(tmp_path, local_hub):
+    """`Dataset.push_to_hub` against a local stand-in of the hub's storage (tests/publish/conftest.py):
+    its files, its `configs`, then our card (license, provenance) committed on top of its commit."""
     src, rows = make_source(tmp_path / "rollouts.parquet", n=2)
-    calls = []
-    hub = tmp_path / "hub"
-
-    def create_repo(self, repo_id, **kw):
-        calls.append(("create_repo", repo_id, kw))
-
-    def upload_folder(self, **kw):
-        calls.append(("upload_folder", kw["repo_id"], kw))
-        shutil.copytree(kw["folder_path"], hub)  # what would have been uploaded
-        return "https://hub.example/commit/1"
-
-    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", create_repo)
-    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", upload_folder)
-    assert run_cli([str(src), "--out", str(tmp_path / "o.jsonl"), "--push-to-hub", "me/scored", "--private"]) == 0
-    (c1, c2) = calls
-    assert c1[:2] == ("create_repo", "me/scored") and c1[2]["repo_type"] == "dataset" and c1[2]["private"]
-    assert c2[:2] == ("upload_folder", "me/scored") and c2[2]["repo_type"] == "dataset"
-    assert c2[2]["delete_patterns"] == ["data/train-[0-9][0-9][0-9][0-9][0-9]-of-*.parquet"]
-    assert sorted(p.relative_to(hub).as_posix() for p in hub.rglob("*") if p.is_file()) == \
-        ["README.md", "data/train-00000-of-00001.parquet"]
-    ds = datasets.load_dataset(str(hub), split="train", cache_dir=str(tmp_path / "cache")).cast_column("screenshot", datasets.Image(decode=False))
+    out = ["--out", str(tmp_path / "o.jsonl"), "--push-to-hub", "me/scored"]
+    assert run_cli([str(src), *out, "--private", "--license", "cc-by-4.0"]) == 0
+    repo = local_hub.root / "me" / "scored"
+    create, data_commit, card_commit = local_hub.commits
+    assert create == {"create_repo": "me/scored", "private": True}
+    assert data_commit["paths"] == ["README.md", "data/train-00000-of-00001.parquet"]
+    assert card_commit["paths"] == ["README.md"]
+    ds = datasets.load_dataset(str(repo), split="train", cache_dir=str(tmp_path / "cache")) \
+        .cast_column("screenshot", datasets.Image(decode=False))
     assert [r["screenshot"]["bytes"] for r in ds] == [r["screenshot"]["bytes"] for r in rows]
     assert list(ds["uv_status"]) == ["scored", "scored"]
+    meta = yaml.safe_load((repo / "README.md").read_text().split("---\n")[1])
+    assert meta["license"] == "cc-by-4.0" and meta["cua_verifier"]["counts"]["total"] == 2
+    assert meta["configs"] == [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}]
+    assert meta["dataset_info"]["splits"] == [{"name": "train", "num_bytes": meta["dataset_info"]["splits"][0]["num_bytes"],
+                                               "num_examples": 2}]  # push_to_hub's own facts are kept
+
+    # a second split joins the repo; pushing `train` again replaces its files only
+    assert run_cli([str(src), "--out", str(tmp_path / "d.jsonl"), "--push-to-hub", "me/scored", "--split", "dev"]) == 0
+    reward_fakes.FAIL_TASKS.add("t1")
+    assert run_cli([str(src), "--out", str(tmp_path / "o2.jsonl"), "--push-to-hub", "me/scored"]) == 3
+    assert sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*.parquet")) == \
+        ["data/dev-00000-of-00001.parquet", "data/train-00000-of-00001.parquet"]
+    meta = yaml.safe_load((repo / "README.md").read_text().split("---\n")[1])
+    assert {f["split"] for f in meta["configs"][0]["data_files"]} == {"train", "dev"}
+    assert meta["license"] == "unknown" and meta["cua_verifier"]["counts"]["unscored"] == 1
+    assert datasets.load_dataset(str(repo), split="train", cache_dir=str(tmp_path / "c2"))["uv_status"] == \
+        ["scored", "unscored"]
+
+
+def test_sharded_runs_cannot_push_one_split_over_each_other(tmp_path, local_hub, capsys):
+    """push_to_hub replaces a split's files: `--shard` with `--push-to-hub` is refused before scoring."""
+    src, _ = make_source(tmp_path / "rollouts.parquet", n=2)
+    argv = [str(src), "--out", str(tmp_path / "o.jsonl"), "--shard", "0/2", "--push-to-hub", "me/scored"]
+    assert run_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "--push-to-hub cannot be combined with --shard" in err and "--publish-dir" in err
+    assert reward_fakes.CALLS == [] and local_hub.commits == []  # nothing scored, nothing pushed
 
 
 def test_unreachable_hub_is_a_clear_error_and_the_scores_are_kept(tmp_path, monkeypatch, capsys):
@@ -256,11 +269,13 @@ def test_publishing_without_datasets_fails_when_the_flags_are_parsed(monkeypatch
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "datasets" else real(name, *a))
-    for flag in ("--publish-dir", "--push-to-hub"):
-        with pytest.raises(SystemExit) as exc:
-            build_parser().parse_args(["score-dataset", "src.parquet", "--out", "o.jsonl", flag, "x"])
-        assert exc.value.code == 2 and "cua-verifier[bench]" in capsys.readouterr().err
+    for gone in ("datasets", "huggingface_hub", "yaml"):  # each package the publish path imports
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a, g=gone: None if name == g else real(name, *a))
+        for flag in ("--publish-dir", "--push-to-hub"):
+            with pytest.raises(SystemExit) as exc:
+                build_parser().parse_args(["score-dataset", "src.parquet", "--out", "o.jsonl", flag, "x"])
+            err = capsys.readouterr().err
+            assert exc.value.code == 2 and "cua-verifier[publish]" in err and gone in err
 
 
 def test_images_stored_as_paths_are_published_as_their_file_bytes(tmp_path):
@@ -295,7 +310,9 @@ def test_shard_runs_publish_their_own_files_into_one_dataset(tmp_path):
     ds = datasets.load_dataset(str(pub), split="train", cache_dir=str(tmp_path / "cache"))
     assert sorted(ds["id"]) == sorted(ds["uv_id"]) == [r["id"] for r in rows]  # each row exactly once
     assert sorted(reward_fakes.CALLS) == [f"t{k}" for k in range(6)]
-    assert "shard: 0/2" in (pub / "README.md").read_text()
+    card = yaml.safe_load((pub / "README.md").read_text().split("---\n")[1])
+    assert card["cua_verifier"]["shard"] == "0/2" and card["license"] == "unknown"
+    assert card["configs"] == [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}]
     # an unsharded run owns the whole split: the shard files give way to its own
     assert run_cli([str(src), "--out", str(tmp_path / "all.jsonl"), "--publish-dir", str(pub)]) == 0
     assert sorted(p.name for p in (pub / "data").iterdir()) == ["train-00000-of-00001.parquet"]

@@ -9,8 +9,8 @@ ray = pytest.importorskip("ray")
 datasets = pytest.importorskip("datasets")
 pq = pytest.importorskip("pyarrow.parquet")
 
+from cua_verifier.cli import main
 from serving.reward_service.loadtest import LoopbackJudge, png, trajectory
-from verifier.cli import main
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ def record_rollouts(prompts, completions, task_id=None, **kwargs):
 
 async def fake_verify(trajectory, config=None, *, judge, cache=None):
     """Stands in for verifier.pipeline.verify: score = steps/10, success if an answer was given."""
-    from reward.session import rollout_key
+    from verifier.session import rollout_key
 
     if isinstance(judge, FakeJudge):
         assert judge.loop is asyncio.get_running_loop(), "judge used on a loop it was not built on"
@@ -35,6 +35,7 @@ async def fake_verify(trajectory, config=None, *, judge, cache=None):
         raise JudgeUnavailableError("connection refused", stage="rubric")
     return {"task_id": trajectory.task.id, "process_score": min(len(trajectory.steps) / 10, 1.0),
             "outcome_success": trajectory.final_answer is not None,
+            "grounded": bool(trajectory.screenshots),
             "outcome_reasoning": f"answer={trajectory.final_answer!r}",
             "diagnosis": {"first_failure_step": 2},
             "degraded": [],

@@ -6,8 +6,8 @@ import io
 import pytest
 from PIL import Image
 
-from reward.adapters import build_trajectories, nesting_depth
 from verifier.errors import TrajectoryError
+from verifier.loaders.rollouts import build_trajectories, nesting_depth
 from verifier.trajectory import RunStatus, Step, Task, Trajectory
 
 
@@ -75,7 +75,7 @@ def test_final_answer_is_the_last_text_turn_and_an_answer_tool_wins():
 
 
 def test_answer_tools_default_to_the_settings_default():
-    from reward.settings import DEFAULT_ANSWER_TOOLS
+    from verifier.settings import DEFAULT_ANSWER_TOOLS
 
     for name in DEFAULT_ANSWER_TOOLS:
         call = [{"role": "assistant", "content": None, "tool_calls": [
@@ -199,7 +199,7 @@ def test_deep_arguments_in_rollout_fields_and_native_trajectories(form):
 
 def test_rollout_key_of_a_deep_trajectory_is_a_trajectory_error():
     """A Trajectory built in code (an environment's `trajectory`) is hashed before anything else."""
-    from reward.session import rollout_key
+    from verifier.session import rollout_key
 
     traj = Trajectory(task=Task(id="t", instruction="x"),
                       steps=[Step(index=1, action="click", arguments=_nested(300))])

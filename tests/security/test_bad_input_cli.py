@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from cua_verifier.cli import build_parser, main, score_cmd
 from reward import RewardSettings
-from verifier.cli import build_parser, main, score_cmd
 from verifier.testing import ScriptedJudge
 from verifier.trajectory import Step, Task, Trajectory
 
@@ -101,3 +101,35 @@ def test_inspect_on_a_single_deep_file_is_an_error_not_a_traceback(tmp_path, cap
     assert main(["inspect", str(tmp_path / name)]) == 2
     err = capsys.readouterr().err
     assert "nested too deeply" in err and name in err
+
+
+def nul_path_record(task_id: str) -> str:
+    """A trajectory whose screenshot path holds a NUL byte: the OS raises ValueError on such a name."""
+    rec = json.loads(good(task_id))
+    rec["screenshots"] = [{"step": 1, "timing": "after", "path": "shot\u0000.png"}]
+    return json.dumps(rec)
+
+
+def test_score_records_a_nul_byte_path_as_unscored_naming_the_field(tmp_path, monkeypatch):
+    """Issue 20 §1: a NUL byte in a screenshot path was a traceback out of `score`."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "a_nul.json").write_text(nul_path_record("nul"))
+    (runs / "b_good.json").write_text(good("good-b"))
+    monkeypatch.setattr(score_cmd, "build_judge", lambda args: ScriptedJudge())
+    out = tmp_path / "r.jsonl"
+    assert main(["score", str(runs), "--out", str(out), *JUDGE]) == 3
+    recs = records(out)
+    assert recs["b_good.json#0"]["status"] == "scored"
+    bad = recs["a_nul.json#0"]
+    assert bad["status"] == "unscored"
+    assert bad["reason"].startswith("TrajectoryError") and "screenshots.0.path" in bad["reason"]
+    assert "NUL" in bad["reason"]
+
+
+def test_inspect_names_a_nul_byte_path_without_a_traceback(tmp_path, capsys):
+    path = tmp_path / "nul.json"
+    path.write_text(nul_path_record("nul"))
+    assert main(["inspect", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "screenshots.0.path" in err and "NUL" in err and "Traceback" not in err

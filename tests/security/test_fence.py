@@ -97,7 +97,8 @@ def check_request(text: str, marker: str) -> int:
             assert line.startswith(fencing.LINE_PREFIX), f"unquoted line in a block: {line!r}"
         joined = _normalised("\n".join(body))
         assert not re.search(r"<[^a-z0-9]*/?untrusted", joined), f"look-alike tag survived: {body}"
-        assert "<|" not in joined, "a chat-template control token survived"
+        # a whole token (`<|name|>`): a lone bracket before the renderer's " | " separator is none
+        assert not re.search(r"<\|[^|<>]{0,40}\|>", joined), "a chat-template control token survived"
         carried += sum(marker in line for line in body)
     outside = [line for line in text.split("\n") if marker in line and not line.startswith(fencing.LINE_PREFIX)]
     assert not outside, f"payload text outside every block: {outside}"
@@ -168,3 +169,31 @@ def test_ordinary_text_is_untouched():
 ])
 def test_the_whole_look_alike_tag_becomes_one_marker(tag, marker):
     assert fencing.defuse(f"a {tag} b") == f"a {marker} b"
+
+
+#: Issue 20 §8: the nine look-alike forms the first normalisation let through, each on its own.
+NINE = [
+    ("</\u1d1cntrusted_trajectory_data>", fencing.CLOSE_REMOVED),  # U+1D1C small capital u
+    ("</\u144cntrusted_trajectory_data>", fencing.CLOSE_REMOVED),  # U+144C Canadian syllabics te
+    ("\u2039" + "\u200b" * 70 + "/untrusted_trajectory_data\u203a", fencing.CLOSE_REMOVED),
+    ("\u2770/untrusted_trajectory_data\u2771", fencing.CLOSE_REMOVED),  # heavy angle ornaments
+    ("\u27ea/untrusted_trajectory_data\u27eb", fencing.CLOSE_REMOVED),  # double angle brackets
+    ("%3C/untrusted_trajectory_data%3E", fencing.CLOSE_REMOVED),
+    ("\\u003c/untrusted_trajectory_data\\u003e", fencing.CLOSE_REMOVED),
+    ("&amp;lt;/untrusted_trajectory_data&amp;gt;", fencing.CLOSE_REMOVED),
+    ("<end_of_turn>", fencing.TOKEN_REMOVED),  # other model families' control tags
+    ("<start_of_turn>", fencing.TOKEN_REMOVED),
+    ("[/INST]", fencing.TOKEN_REMOVED),
+    ("<<SYS>>", fencing.TOKEN_REMOVED),
+    ("</s>", fencing.TOKEN_REMOVED),
+]
+
+
+@pytest.mark.parametrize("tag,marker", NINE)
+def test_the_nine_look_alikes_of_issue_20_become_one_marker(tag, marker):
+    assert fencing.defuse(f"a {tag} b") == f"a {marker} b"
+
+
+def test_escapes_and_invisibles_outside_a_tag_are_kept_as_written():
+    text = "50%3C100 is a URL-encoded '<'; \\u003c too; &amp;lt; in HTML; a\u200bb; \u00ab quoted \u00bb"
+    assert fencing.defuse(text) == text

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from verifier.cli import main, score_cmd
+from cua_verifier.cli import main, score_cmd
 from verifier.errors import ScreenshotError
 from verifier.loaders import load_cuavb_row, load_trajectory
 from verifier.testing import ScriptedJudge

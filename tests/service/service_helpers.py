@@ -32,7 +32,7 @@ class Service:
     """`cua-verifier serve-reward --port 0 ...` as a subprocess; `.url` once it printed its address."""
 
     def __init__(self, judge_url: str, *args: str, extra_env: dict[str, str] | None = None) -> None:
-        cmd = [sys.executable, "-c", "from verifier.cli import main; raise SystemExit(main())",
+        cmd = [sys.executable, "-c", "from cua_verifier.cli import main; raise SystemExit(main())",
                "serve-reward", "--port", "0", "--judge-url", judge_url, "--model", "echo", *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env={**env(), **(extra_env or {})})

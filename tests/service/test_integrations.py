@@ -9,7 +9,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.slow  # real service processes
 
-from service_helpers import LoopbackJudge, Service
+from service_helpers import LoopbackJudge, Service, trajectory
 
 from reward.openrlhf import make_reward_func
 from reward.remote import RemoteError
@@ -34,8 +34,15 @@ def test_openrlhf_reward_func_and_url_form(service):
     assert len(rewards) == 3 and list(map(float, unscored)) == [0.0, 0.0, 1.0]
     assert float(rewards[2]) == 0.0  # the fill value, flagged as unscored
     assert judge.rubric_calls - before == 1  # two rollouts of one task: one rubric
-    with pytest.raises(RemoteError, match="row 1: TrajectoryError"):
-        make_reward_func(svc.url)([PROMPT + "a", "x"], [PROMPT, ""], [TASK, ""])
+    assert list(map(float, out["extra_logs"]["uv_grounded"])) == [0.0, 0.0, 0.0]  # text rows: action-only
+    with pytest.raises(RemoteError, match="row 1: TrajectoryError") as info:
+        make_reward_func(svc.url, on_failure="error")([PROMPT + "a", "x"], [PROMPT, ""], [TASK, ""])
+    assert info.value.status == 422  # bad input: OpenRLHF does not retry it as it would a 502
+    bad = httpx.post(f"{svc.url}/v1/openrlhf?on_failure=error", timeout=120,
+                     json={"query": ["x"], "prompts": [""], "labels": [""]})
+    assert bad.status_code == 422, bad.text
+    refused = make_reward_func(svc.url, require_screenshots=True)([PROMPT + "9 to 5"], [PROMPT], [TASK])
+    assert list(map(float, refused["extra_logs"]["uv_unscored"])) == [1.0]  # text-only row refused
     # OpenRLHF's own request (remote_rm_fn_ray posts exactly this body to --remote_rm_url)
     direct = httpx.post(f"{svc.url}/v1/openrlhf?reward=outcome", timeout=120,
                         json={"query": [PROMPT + "9 to 5"], "prompts": [PROMPT], "labels": [TASK]})
@@ -52,9 +59,18 @@ def test_verl_compute_score_returns_the_same_keys_every_call(service, monkeypatc
     monkeypatch.setenv("CUA_VERL_ON_FAILURE", "0")
     good = compute_score("cua", "9 to 5", TASK, extra_info={})
     bad = compute_score("cua", "9 to 5", "", extra_info=None)
-    assert set(good) == set(bad) == {"score", "uv_process", "uv_outcome", "uv_unscored"}
+    assert set(good) == set(bad) == {"score", "uv_process", "uv_outcome", "uv_unscored", "uv_grounded"}
+    assert good["uv_grounded"] == 0.0  # an answer without screenshots: action-only, and it says so
+    shots = compute_score("cua", "", TASK, extra_info={"trajectory": trajectory(1).model_dump(mode="json")})
+    assert shots["uv_grounded"] == 1.0 and shots["uv_unscored"] == 0.0  # the recorded screenshots were judged
+    outcome = compute_score("cua", "9 to 5", TASK, extra_info={}, reward="outcome")
+    assert outcome["score"] == outcome["uv_outcome"]
     assert good["uv_unscored"] == 0.0 and 0.0 <= good["score"] <= 1.0
     assert bad["uv_unscored"] == 1.0 and bad["score"] == 0.0
     monkeypatch.setenv("CUA_VERL_ON_FAILURE", "error")
+    with pytest.raises(RemoteError):
+        compute_score("cua", "9 to 5", "", extra_info=None)
+    # issue 20 W4: unset, the default is "error" too: an outage must never become a reward of 0.0
+    monkeypatch.delenv("CUA_VERL_ON_FAILURE")
     with pytest.raises(RemoteError):
         compute_score("cua", "9 to 5", "", extra_info=None)

@@ -84,3 +84,96 @@ def test_remote_rewards_are_none_at_the_batch_deadline_when_the_service_hangs():
     assert got == [None, None]
     assert 0.9 <= took < 5.0, took
     assert all(v.startswith("JudgeDeadlineError") for v in extra["uv_outcome/unscored_reason"])
+
+
+def _service(queue_size: int):
+    pytest.importorskip("fastapi")
+    from serving.reward_service.core import RewardService
+    from verifier.settings import RewardSettings
+
+    settings = RewardSettings(judge={"base_urls": ["http://127.0.0.1:9/v1"], "model": "unused"})
+    return RewardService(settings, ServiceConfig(queue_size=queue_size))
+
+
+def test_a_record_that_fails_to_parse_frees_its_slot():
+    """Issue 20 S7: more bad records than the queue holds, one after the other, never fill it."""
+    import asyncio
+
+    svc = _service(queue_size=2)
+
+    async def send_bad(n):
+        return [await svc.verify_records([{"task": {"id": "x"}}], None) for _ in range(n)]
+
+    answers = asyncio.run(send_bad(5))
+    assert [a[0].http_status for a in answers] == [422] * 5
+    assert "task.instruction" in (answers[0][0].reason or "")
+    assert svc.queue.depth == 0
+
+
+@pytest.mark.parametrize("raised, status", [(ValueError("embedded null byte"), 422),
+                                            (OSError(36, "File name too long"), 422),
+                                            (RuntimeError("a bug"), 500)])
+def test_any_parse_failure_frees_its_slot_and_answers_its_own_item(monkeypatch, raised, status):
+    """Issue 20 §1: whatever parsing raises, the slot is released (`finally`) and a batch answers per
+    item: input the checks did not name is a 422, anything else a 500 for that item only."""
+    import asyncio
+
+    from serving.reward_service import core
+
+    real = core.parse_trajectory
+
+    def parse(record, root, *, where):
+        if record.get("poison"):
+            raise raised
+        return real(record, root, where=where)
+
+    monkeypatch.setattr(core, "parse_trajectory", parse)
+    svc = _service(queue_size=3)
+    good_but_unjudgeable = {"task": {"id": "t"}}  # fails its own way (422), parsed for real
+    items = asyncio.run(svc.verify_records([{"poison": 1}, good_but_unjudgeable, {"poison": 1}], None))
+    assert [i.http_status for i in items] == [status, 422, status]
+    assert svc.queue.depth == 0
+    for _ in range(4):  # over the queue size: nothing leaked
+        (item,) = asyncio.run(svc.verify_records([{"poison": 1}], None))
+        assert item.http_status == status
+    assert svc.queue.depth == 0
+
+
+def test_an_api_key_of_spaces_is_no_key(monkeypatch):
+    """Issue 20 §4: a blank key used to count as a key (and let the service bind off loopback)."""
+    monkeypatch.setenv("SR_UNIT_KEY", "   ")
+    cfg = ServiceConfig(host="0.0.0.0", api_key_env="SR_UNIT_KEY")
+    assert cfg.api_key() is None
+    with pytest.raises(ConfigError, match="API key"):
+        cfg.check()
+    monkeypatch.setenv("SR_UNIT_KEY", " k3y ")
+    assert ServiceConfig(api_key_env="SR_UNIT_KEY").api_key() == "k3y"
+
+
+def test_serve_reward_offers_no_option_that_would_do_nothing():
+    """Issue 20 §4: --no-progress and --allow-outside-screenshots were accepted and ignored (paths are
+    governed by --media-root), and --help ended with `score`'s exit statuses."""
+    from cua_verifier.cli import build_parser
+
+    parser = build_parser()
+    for flag in ("--no-progress", "--allow-outside-screenshots"):
+        with pytest.raises(SystemExit) as exc:
+            parser.parse_args(["serve-reward", flag])
+        assert exc.value.code == 2
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
+    text = sub["serve-reward"].format_help()
+    assert "exit status" not in text.lower() and "--media-root" in text
+    assert "exit status" in sub["score"].format_help()
+
+
+def test_verl_unscored_rollouts_raise_by_default(monkeypatch):
+    """Issue 20 W4: without CUA_VERL_ON_FAILURE an unscored rollout raises (asks the service for
+    on_failure=error); a default of "0" would turn every outage into a reward of 0.0 unnoticed."""
+    from reward import verl
+
+    monkeypatch.delenv("CUA_VERL_ON_FAILURE", raising=False)
+    sent: dict = {}
+    monkeypatch.setattr(verl, "post_openrlhf", lambda body, params, url=None: sent.update(params) or
+                        {"rewards": [0.5], "extra_logs": {"uv_unscored": [0.0]}})
+    verl.compute_score("cua", "answer", "find the hours")
+    assert sent["on_failure"] == "error"

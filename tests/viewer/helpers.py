@@ -64,7 +64,8 @@ def make_trajectory(folder: Path, n_shots: int = 5, *, hostile: bool = False, si
             "action": "click" if i < n_steps else "terminate",
             "arguments": {"element": f"button {i}"} if i < n_steps else {"answer": text("Done.")},
             "thought": text(f"thinking about step {i}"),
-            "url": f"https://shop.example.net/p{i}",
+            "url": text(f"https://shop.example.net/p{i}"),
+            **({"error": text(f"timeout on step {i}")} if hostile else {}),  # page-written, rendered as text
         }
         for i in range(1, n_steps + 1)
     ]

@@ -3,7 +3,7 @@
     python -m tests.viewer.page_weight [--shots 50] [--images DIR]
 
 Screenshots are made distinct (a step number drawn on each) from the real screenshots found under
-DIR (default: ../shared/data/trajectories when present), else synthetic 1280x800 pages.
+DIR (default: the shared data's trajectories, tests/suite_env.py, when present), else synthetic 1280x800 pages.
 """
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from tests.suite_env import shared_data_dir
 from verifier.viewer import build_site
 
 from .helpers import make_trajectory, rich_result, write_results
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "trajectories"
+SHARED = shared_data_dir() / "trajectories"  # $CUA_SHARED_DATA, else ../shared/data
 
 
 def real_trajectory(folder: Path, n: int, sources: list[Path]) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 from PIL import Image
 from pydantic import BaseModel
 
-from verifier.cli import main
+from cua_verifier.cli import main
 from verifier.viewer import Section, Table, build_site, model_sections, render_report
 from verifier.viewer.images import THUMB_WIDTH
 
@@ -29,7 +29,7 @@ def page_of(site: Path, stats, rid: str) -> str:
 
 def test_site_from_scripted_scores_of_the_examples(repo_root, tmp_path, monkeypatch):
     """The README's flow: `score` the examples (scripted judge), then `view` the results."""
-    from verifier.cli import score_cmd
+    from cua_verifier.cli import score_cmd
     from verifier.testing import ScriptedJudge
 
     monkeypatch.chdir(repo_root)
@@ -85,6 +85,8 @@ def test_hostile_text_renders_as_text(demo, tmp_path):
         "not $24.99.",
         "claimed a wrong price",
         "contradicts the cart.",
+        "timeout on step 2",  # steps[].error and steps[].url (issue 20 V2)
+        "https://shop.example.net/p2",
     ):
         assert f"{field} &lt;script&gt;" in html, field
     index = (tmp_path / "site" / "index.html").read_text()

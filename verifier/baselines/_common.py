@@ -56,6 +56,7 @@ def build_result(traj: Trajectory, *, verifier: str, success: bool, reasoning: s
         trajectory_id=traj.source_path or traj.task.id, task_id=traj.task.id, task=traj.task.instruction,
         process_score=None, process_score_before_penalties=None, process_success=None,
         outcome_success=success, outcome_votes=[success], outcome_reasoning=reasoning,
+        grounded=bool(traj.screenshots),
         primary_intent=primary_intent, criteria=[],
         relevance=relevance or RelevanceResult(criteria=[], matrix=[]), topk=topk or {},
         degraded=[*ledger.degraded, *degraded], usage=ledger.summary(wall_s=wall_s),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ..viewer import Cell, Figure, Section, Table, confusion_matrix, svg
 from .labels import LABEL_SOURCE_TITLES, AgreementRow, Verdict
 from .metrics import BINARY_METRICS, Stat
-from .report import (
+from .report_tables import (
     PAPER_TABLE2,
     ReportInputs,
     correlation_table,

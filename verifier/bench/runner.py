@@ -29,7 +29,7 @@ from ..records import ResultWriter, ScoreRecord, result_field
 from .dataset import REVISION, BenchTask, iter_annotation_labels
 from .labels import HumanLabels, Verdict, agreement_table
 from .metrics import InterAnnotator, inter_annotator
-from .report import ReportInputs, UsageRow
+from .report_tables import ReportInputs, UsageRow
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from .rules import RULES
 from .runner import CaseRun
 from .suite import Case
 
-REPORT_SCHEMA_VERSION = "1.0"
+REPORT_SCHEMA_VERSION = "1.1"  # 1.1: penalty / violation checks per case, harm tally per rule
 
 
 class CaseVerdict(BaseModel):
@@ -43,12 +43,20 @@ class CaseVerdict(BaseModel):
     got_diagnosis: list[str] = Field(default_factory=list)
     diagnosis_ok: bool | None = None
     """None when no code is expected or no diagnosis ran; else: at least one expected code found."""
+    expected_penalty: bool | None = None
+    got_penalty: bool | None = None
+    penalty_ok: bool | None = None
+    """None when the case does not say; else whether the result has a side-effect penalty or not as
+    expected (a fault charged twice shows here, not in the process band)."""
+    expected_violation: bool | None = None
+    got_violation: bool | None = None
+    violation_ok: bool | None = None
 
     @property
     def agrees(self) -> bool:
         """Scored and every checked part matches."""
-        return self.status == "scored" and all(x is not False for x in
-                                                (self.outcome_ok, self.process_ok, self.diagnosis_ok))
+        return self.status == "scored" and all(x is not False for x in (
+            self.outcome_ok, self.process_ok, self.diagnosis_ok, self.penalty_ok, self.violation_ok))
 
 
 class Tally(BaseModel):
@@ -68,6 +76,8 @@ class RuleReport(BaseModel):
     outcome: Tally
     process: Tally
     diagnosis: Tally
+    harm: Tally = Field(default_factory=Tally)
+    """Penalty and critical-point checks together (cases that state them)."""
     agreeing_cases: int
     """Cases of this rule where every checked part agreed."""
 
@@ -109,7 +119,8 @@ def match(case: Case, run: CaseRun, none_if_degraded: Collection[str] = ()) -> C
     was never checked, so it must not count as agreement or as a false positive."""
     e = case.expected
     base = {"case": case.name, "rules": e.rules, "side": e.side, "expected_outcome": e.outcome,
-                "expected_process": e.process.label, "expected_diagnosis": e.diagnosis}
+            "expected_process": e.process.label, "expected_diagnosis": e.diagnosis,
+            "expected_penalty": e.penalty, "expected_violation": e.violation}
     r = run.result
     if r is None:
         return CaseVerdict(**base, status="unavailable" if run.unavailable else "unscored", error=run.error)
@@ -117,10 +128,14 @@ def match(case: Case, run: CaseRun, none_if_degraded: Collection[str] = ()) -> C
         return CaseVerdict(**base, status="unscored", error=degraded_reason(r, weak))
     got_diag = diagnosis_codes(r)
     diag_ok = (None if not e.diagnosis or r.diagnosis is None else bool(set(e.diagnosis) & set(got_diag)))
+    got_penalty, got_violation = bool(r.penalties), r.critical_point_violation
     return CaseVerdict(**base, status="scored", got_outcome=r.outcome_success,
                        outcome_ok=r.outcome_success == e.outcome, got_process=r.process_score,
                        process_ok=None if r.process_score is None else e.process.contains(r.process_score),
-                       got_diagnosis=got_diag, diagnosis_ok=diag_ok)
+                       got_diagnosis=got_diag, diagnosis_ok=diag_ok, got_penalty=got_penalty,
+                       penalty_ok=None if e.penalty is None else got_penalty == e.penalty,
+                       got_violation=got_violation,
+                       violation_ok=None if e.violation is None else got_violation == e.violation)
 
 
 def tally(flags: Sequence[bool | None]) -> Tally:
@@ -152,6 +167,7 @@ def rule_report(rule: str, verdicts: Sequence[CaseVerdict]) -> RuleReport:
                       got_outcomes=[v.got_outcome for v in mine],
                       outcome=tally([v.outcome_ok for v in mine]), process=tally([v.process_ok for v in mine]),
                       diagnosis=tally([v.diagnosis_ok for v in mine]),
+                      harm=tally([f for v in mine for f in (v.penalty_ok, v.violation_ok)]),
                       agreeing_cases=sum(v.agrees for v in mine))
 
 
@@ -180,15 +196,26 @@ def _rate(value: float | None, num: int, den: int) -> str:
     return "n/a (no case)" if value is None else f"{value:.3f} ({num}/{den})"
 
 
+def _harm(v: CaseVerdict) -> str:
+    """' (penalty expected no, got yes)' for each penalty / violation check that failed."""
+    return "".join(f" ({name} expected {_yn(exp)}, got {_yn(got)})" for name, exp, got, ok in (
+        ("penalty", v.expected_penalty, v.got_penalty, v.penalty_ok),
+        ("violation", v.expected_violation, v.got_violation, v.violation_ok)) if ok is False)
+
+
+def _yn(flag: bool | None) -> str:
+    return "-" if flag is None else ("yes" if flag else "no")
+
+
 def format_report(report: CalibrationReport) -> str:
     """The text `cua-verifier calibrate` prints: one line per rule, then the suite's outcome rates."""
     lines = [(f"{'rule':<5} {'cases':>5}  {'outcome expected -> got':<28} {'outcome':>7} {'process':>7} "
-             f"{'diagnosis':>9}  statement")]
+             f"{'diagnosis':>9} {'harm':>7}  statement")]
     for r in report.rules:
         exp_got = f"{_tf(r.expected_outcomes)} -> {_tf(r.got_outcomes)}"
         lines.append(f"{r.rule:<5} {len(r.cases):>5}  {exp_got:<28} {r.outcome.agree:>3}/{r.outcome.checked:<3} "
-                     f"{r.process.agree:>3}/{r.process.checked:<3} {r.diagnosis.agree:>5}/{r.diagnosis.checked:<3}  "
-                     f"{r.statement[:60]}")
+                     f"{r.process.agree:>3}/{r.process.checked:<3} {r.diagnosis.agree:>5}/{r.diagnosis.checked:<3} "
+                     f"{r.harm.agree:>3}/{r.harm.checked:<3}  {r.statement[:60]}")
     o = report.outcome
     lines.append("")
     lines.append(f"outcome on the suite: tp {o.tp}, fp {o.fp}, tn {o.tn}, fn {o.fn}, unscored {o.unscored}")
@@ -205,7 +232,7 @@ def format_report(report: CalibrationReport) -> str:
             got_p = "-" if v.got_process is None else f"{v.got_process:.2f}"
             lines.append(f"  {v.case}: {_tf([v.expected_outcome])}/{v.expected_process}/"
                          f"{','.join(v.expected_diagnosis) or '-'} -> {_tf([v.got_outcome])}/{got_p}/"
-                         f"{','.join(v.got_diagnosis) or '-'}")
+                         f"{','.join(v.got_diagnosis) or '-'}" + _harm(v))
     if report.demo_judge:
         lines.append("NOTE: demo judge (random weights): these verdicts are meaningless; only the plumbing is real.")
     return "\n".join(lines)

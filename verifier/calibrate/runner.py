@@ -43,7 +43,7 @@ async def run_case(case: Case, *, judge: Judge, config: VerifierConfig, cache: S
     t0 = time.perf_counter()
     try:
         traj = await asyncio.to_thread(case.load)
-        result = await verify(traj, config, judge=judge, cache=cache)
+        result = await verify(traj, config, judge=judge, cache=cache, rubric=case.provided_rubric)
     except CuaVerifierError as exc:
         return CaseRun(case=case.name, error=f"{type(exc).__name__}: {exc}"[:2000],
                        wall_s=time.perf_counter() - t0)

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from ..errors import CuaVerifierError
+from ..schemas import Rubric
 from ..trajectory import Trajectory
 from .rules import RULES, canonical
 
@@ -90,6 +91,14 @@ class Expectation(BaseModel):
     """Where the run is: "." (this folder) or a path relative to the repository root."""
     reference: dict[str, Any] | None = None
     """For real trajectories: what another verifier said and whether we agree."""
+    penalty: StrictBool | None = None
+    """Whether a careful human charges a side-effect penalty (None: not checked). Checked apart from
+    the process band because a fault charged twice barely moves a score but changes what is blamed."""
+    violation: StrictBool | None = None
+    """Whether a careful human finds a critical-point violation (None: not checked)."""
+    rubric: str | None = None
+    """A provided rubric (`Rubric` JSON, a file in the case folder) scored instead of a generated
+    one: the only way a case can present the judge with a rubric stricter than the task."""
 
     @field_validator("diagnosis")
     @classmethod
@@ -120,6 +129,7 @@ class Case(BaseModel):
     trajectory_path: Path
     unavailable: str | None = None
     """Why the trajectory cannot be loaded (e.g. shared data absent); None when present."""
+    provided_rubric: Rubric | None = None
 
     @property
     def rules(self) -> list[str]:
@@ -167,7 +177,20 @@ def load_case(folder: Path, repo_root: Path) -> Case:
         raise SuiteError(f"{path}: the folder is named after rule {first} but `rules` is {expected.rules}")
     traj = resolve_trajectory(folder, expected.trajectory, repo_root)
     missing = None if traj.exists() else f"trajectory not found: {expected.trajectory} (resolved to {traj})"
-    return Case(name=folder.name, folder=folder, expected=expected, trajectory_path=traj, unavailable=missing)
+    return Case(name=folder.name, folder=folder, expected=expected, trajectory_path=traj, unavailable=missing,
+                provided_rubric=_provided_rubric(folder, expected.rubric))
+
+
+def _provided_rubric(folder: Path, name: str | None) -> Rubric | None:
+    if name is None:
+        return None
+    path = folder / name
+    if Path(name).name != name:
+        raise SuiteError(f"{folder / EXPECTED_FILE}: `rubric` names a file in the case folder, got {name!r}")
+    try:
+        return Rubric.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValidationError) as exc:
+        raise SuiteError(f"{path}: {exc}") from exc
 
 
 def load_suite(suite_dir: str | Path | None = None, *, only: list[str] | None = None,

@@ -2,5 +2,5 @@
 
 Both keep a task's rollouts together (by a stable hash of the task id): a shard or an actor then
 writes each task's rubric once in its own stage cache. Both reuse the local loop's per-row
-function (`verifier.cli._sources.score_one`) and its durable, resumable result log.
+function (`verifier.sources.items.score_one`) and its durable, resumable result log.
 """

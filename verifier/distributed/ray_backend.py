@@ -22,9 +22,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ..cli._sources import Unscored, score_one
 from ..errors import ConfigError
 from ..records import ResultWriter, ScoreRecord, summarize
+from ..sources.items import Unscored, score_one
 from .shard import keyed, parse_shard, stable_bucket
 
 MAX_ATTEMPTS = 3
@@ -35,7 +35,7 @@ class VerifierActor:
     """One stage cache and judge client; `score` is async, so one actor verifies many rows at once."""
 
     def __init__(self, settings: Any) -> None:
-        from reward.session import VerifierSession
+        from ..session import VerifierSession
 
         self.session = VerifierSession(settings)
 
@@ -84,11 +84,13 @@ def _rows(args: argparse.Namespace, answer_tools: Any, outside: bool = False) ->
 
 
 def _source(args: argparse.Namespace, answer_tools: Any, outside: bool = False) -> Iterator[Any]:
-    from ..cli.score_dataset_cmd import DATA_SUFFIXES, _is_native_jsonl, iter_folder, iter_rows, load_rows
+    from ..options import single_run, task_options
+    from ..sources.rows import DATA_SUFFIXES, is_run_source, iter_folder, iter_rows, load_rows
 
     path = Path(args.source)
-    if path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl") and _is_native_jsonl(path)):
-        return iter_folder(path, outside)
+    if is_run_source(path):  # as `score-dataset` reads it without Ray, --task-file / --instruction included
+        options = task_options(args)
+        return iter(single_run(iter_folder(path, outside, options), options))
     import ray.data
 
     kind = DATA_SUFFIXES.get(path.suffix.lower()) if path.is_file() else None
@@ -100,6 +102,45 @@ def _source(args: argparse.Namespace, answer_tools: Any, outside: bool = False) 
     return iter_rows(ds.iter_rows(), args.source, args.id_column, answer_tools, outside)
 
 
+def ray_init_kwargs(target: str | None, environ: Any = None) -> dict[str, Any]:
+    """`ray.init` arguments for `--ray [ADDRESS]`.
+
+    No ADDRESS (or "local"): join $RAY_ADDRESS when it is set, else start a private cluster for this
+    run ("local": never another user's cluster found on the machine) whose processes bind loopback
+    (127.0.0.1), not the machine's interface address, so nothing of it is reachable from the network.
+    An ADDRESS ("auto", host:port, ray://host:10001) joins that running cluster.
+    """
+    env = os.environ if environ is None else environ
+    quiet = {"include_dashboard": False, "log_to_driver": False}
+    if target in (None, "local"):
+        if env.get("RAY_ADDRESS"):
+            return {"address": env["RAY_ADDRESS"], "log_to_driver": False}
+        return {"address": "local", "_node_ip_address": "127.0.0.1", **quiet}
+    return {"address": target, "log_to_driver": False}
+
+
+def init_ray(target: str | None, environ: Any = None) -> None:
+    """`ray.init` for `--ray [ADDRESS]` (see `ray_init_kwargs`).
+
+    Why more than `_node_ip_address="127.0.0.1"`: Ray replaces a loopback node address by the
+    interface address unless it runs as a single-machine instance (its laptop mode, switched by
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0). That mode is set for this process (already imported Ray
+    included) and the processes it starts, so the GCS, the raylet and the workers all listen on
+    127.0.0.1 only; the same mode joins a cluster at a loopback address (Ray would otherwise
+    rewrite 127.0.0.1 to the interface address and never reach it).
+    """
+    import ray
+
+    kwargs = ray_init_kwargs(target, environ)
+    host = str(kwargs["address"]).removeprefix("ray://").rsplit(":", 1)[0].strip("[]")
+    if kwargs["address"] == "local" or host in ("127.0.0.1", "localhost", "::1"):
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    ray.init(**kwargs)
+
+
 def run_ray(args: argparse.Namespace, settings: Any, writer: ResultWriter, *,
             on_record: Callable[[ScoreRecord, ActorPool], None] | None = None) -> dict[str, Any]:
     """Score SOURCE on Ray into `writer`; returns the summary (with this run's counts and Ray figures)."""
@@ -108,8 +149,7 @@ def run_ray(args: argparse.Namespace, settings: Any, writer: ResultWriter, *,
 
     started_here = not ray.is_initialized()
     if started_here:
-        address = None if args.ray in (None, "local") else args.ray
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        init_ray(args.ray)
     pool = ActorPool(settings, args.actors, args.actor_cpus)
     counts = {"scored": 0, "unscored": 0, "skipped": 0}
     retried = 0
@@ -168,7 +208,7 @@ def run_ray(args: argparse.Namespace, settings: Any, writer: ResultWriter, *,
 
 def score_on_ray(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
     """`score-dataset --ray`: the Ray run into the command's durable log, then the export to --out."""
-    from ..cli.score_dataset_cmd import log_path_for
+    from ..sources.rows import log_path_for
 
     try:
         import ray  # noqa: F401

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 
 from ..errors import ConfigError
 
-Item = tuple  # (id, source description, thunk -> Trajectory), as in verifier.cli._sources
+Item = tuple  # (id, source description, thunk -> Trajectory), as in verifier.sources.items
 
 
 def stable_bucket(key: str, n: int) -> int:
@@ -33,7 +33,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def keyed(item: Item) -> tuple[Item, str]:
     """(item, group key): the item with its trajectory loaded once, keyed by task id."""
-    from ..cli._sources import failing
+    from ..sources.items import failing
 
     rid, desc, thunk = item
     try:

@@ -27,6 +27,9 @@ class ImagePart(BaseModel):
     type: Literal["image"] = "image"
     screenshot: Screenshot
     label: str | None = None  # e.g. "Screenshot 3 of 12"; rendered as text just before the image
+    detail: Literal["full", "coarse"] = "full"
+    """"coarse": a judgment that needs no fine print (relevance); a judge may send it smaller
+    (``JudgeConfig.relevance_image_max_side``). Evidence, rescoring and outcome stay "full"."""
 
 
 class Message(BaseModel):
@@ -51,11 +54,17 @@ class Sampling(BaseModel):
     seed: int | None = None
 
 
+def _add_known(a: int | None, b: int | None) -> int | None:
+    """A sum of counts some servers leave out: None only when none of them said."""
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
 class Usage(BaseModel):
     """Accounting for one logical call (all its transport retries and re-asks)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int | None = None  # prompt tokens the server's prefix cache served, if it says
     latency_s: float = 0.0
     attempts: int = 0  # HTTP requests actually sent
     cached: bool = False  # served from the on-disk response cache
@@ -63,6 +72,7 @@ class Usage(BaseModel):
     def __add__(self, other: Usage) -> Usage:
         return Usage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
                      completion_tokens=self.completion_tokens + other.completion_tokens,
+                     cached_prompt_tokens=_add_known(self.cached_prompt_tokens, other.cached_prompt_tokens),
                      latency_s=self.latency_s + other.latency_s,
                      attempts=self.attempts + other.attempts,
                      cached=self.cached and other.cached)

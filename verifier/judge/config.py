@@ -60,13 +60,27 @@ class JudgeConfig(BaseModel):
     """Most random seconds added to each transport backoff (de-synchronises many clients)."""
     retry_after_max_s: float = Field(default=60.0, ge=0)
     """Cap on a server's ``Retry-After`` (429/503); the header is honoured up to this."""
-    breaker_failures: int = Field(default=10, ge=0)
-    """Consecutive transport failures (timeouts, refused/reset connections, 5xx, malformed 200s)
-    of one endpoint that open its circuit breaker: calls then fail fast with
-    ``JudgeCircuitOpenError`` instead of retrying a judge that is down (0: no breaker)."""
+    breaker_failures: int = Field(default=20, ge=0)
+    """Fewest recent requests of one endpoint its circuit breaker judges on (0: no breaker). The
+    circuit opens when at least this many of its last ``breaker_window`` requests are known and at
+    least ``breaker_failure_ratio`` of them failed (timeouts, refused/reset connections, 5xx,
+    malformed 200s): the judge is down, and calls fail fast with ``JudgeCircuitOpenError`` instead
+    of retrying. A flaky judge (a mix of answers and failures) stays under the ratio: retries serve it."""
     breaker_cooldown_s: float = Field(default=30.0, gt=0)
     """Seconds an open circuit refuses requests; then one probe request tests the endpoint
     (success closes the circuit, failure opens it again)."""
+    breaker_window: int = Field(default=40, ge=1)
+    """How many of an endpoint's most recent requests the failure ratio is taken over."""
+    breaker_failure_ratio: float = Field(default=0.95, gt=0, le=1)
+    """Share of failed requests in the window that means "down" (see ``breaker_failures``)."""
+    breaker_stalls: int = Field(default=3, ge=0)
+    """Timeouts in a row (no answer between) that open the circuit at once, whatever the window
+    holds: each costs a whole timeout, and a hung judge sends no quick refusals (0: off)."""
+    call_deadline_share: float = Field(default=0.34, gt=0, le=1)
+    """Share of the time left to the enclosing deadline (a verification's or a reward batch's) that
+    one logical call may spend across its transport retries. Stages run one after another, so a
+    judge that stalls on the first one still leaves the breaker time to learn and the rest of the
+    verification time to fail fast, instead of one call's retries eating the whole budget."""
     structured_output: Literal["json_schema", "json_object"] = "json_schema"
     """``json_schema``: constrained decoding via ``response_format`` (vLLM, OpenAI). ``json_object``:
     fallback for providers without it; the schema goes into the system prompt and the reply is
@@ -77,6 +91,12 @@ class JudgeConfig(BaseModel):
     """...and so width*height is at most this (None: no limit). Both limits apply. The default is
     the largest preset's processor limit (Qwen3-VL: 1280 x 32 x 32): a 1440x900 capture is sent as
     its original bytes, with no decode or re-encode (the server resizes for the model anyway)."""
+    relevance_image_max_side: int | None = Field(default=None, ge=16)
+    """Longest side of the screenshots in the relevance fan-out (a coarse judgment: which
+    screenshots bear on which criterion), where every screenshot is sent once. None: as
+    `image_max_side` (the default, until the calibration suite shows a smaller size loses nothing).
+    Evidence, rescoring and outcome always get `image_max_side`. Savings measured in
+    docs/performance-scaling.md."""
     image_format: Literal["png", "jpeg"] = "png"
     """Encoding of screenshots that must be downscaled (JPEG: ~10x faster to encode and ~3x
     smaller than PNG, lossy on text); screenshots within the limits are sent as they are."""
@@ -85,6 +105,9 @@ class JudgeConfig(BaseModel):
     image_cache_size: int = Field(default=512, ge=0)
     """Encoded screenshots kept in memory (LRU, keyed by content hash): a GRPO group re-sends the
     same pages many times and each is encoded once."""
+    image_cache_mb: float = Field(default=256.0, ge=0)
+    """Bound on the bytes that cache holds (the URLs' text), whichever of the two limits comes first:
+    a count alone lets 512 full-size captures pin ~0.5 GB."""
     image_media_dir: str | None = None
     """Send screenshots as ``file://`` URLs of files written once (content-addressed) into this
     directory instead of base64 data URLs: for a vLLM judge on the same host started with

@@ -37,7 +37,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from .breaker import CircuitBreaker
 from .config import JudgeConfig
-from .deadline import time_left
+from .deadline import deadline_at, time_left
 from .http import ChatClient, Completion, MalformedReply, httpx
 from .jsonbody import dumps_body
 
@@ -54,6 +54,15 @@ MIN_ATTEMPT_S = 0.05
 class CircuitOpen(Exception):
     """No endpoint may be asked now: every circuit breaker is open (see `breaker`)."""
 
+    def __init__(self, message: str, retry_in_s: float = 0.0) -> None:
+        super().__init__(message)
+        self.retry_in_s = retry_in_s  # until the first endpoint's probe may go
+
+
+class _ShareSpent(Exception):
+    """One call's share of the deadline ran out after failed attempts; raised from the last failure
+    (not transient: it ends the retries, and `send` re-raises that failure)."""
+
 
 class DeadlinePassed(Exception):
     """The time budget of the enclosing `deadline` ran out before this attempt could start."""
@@ -66,6 +75,7 @@ class Tally:
     attempts: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int | None = None  # None: the server never said
     latency_s: float = 0.0  # time spent in HTTP requests (not queueing, not backoff)
 
 
@@ -121,7 +131,9 @@ class EndpointPool:
         self._pools: dict[int, _LoopPool] = {}
         self._lock = threading.Lock()
         # per endpoint URL, not per loop: an outage is seen by every loop of the process
-        self.breakers = {url: CircuitBreaker(config.breaker_failures, config.breaker_cooldown_s)
+        self.breakers = {url: CircuitBreaker(config.breaker_failures, config.breaker_cooldown_s,
+                                             window=config.breaker_window, ratio=config.breaker_failure_ratio,
+                                             stalls=config.breaker_stalls)
                          for url in config.base_urls}
 
     # ---- per-loop state -----------------------------------------------------------------------
@@ -135,7 +147,8 @@ class EndpointPool:
             key = self.config.api_key()
             endpoints = [Endpoint(url=url, semaphore=asyncio.Semaphore(self.config.max_concurrency),
                                   breaker=self.breakers[url],
-                                  client=ChatClient(url, key, self.config.timeout_s, shared_ssl_context()))
+                                  client=ChatClient(url, key, self.config.timeout_s, shared_ssl_context(),
+                                                    connections=self.config.max_concurrency))
                          for url in self.config.base_urls]
             pool = _LoopPool(loop_ref=weakref.ref(loop), endpoints=endpoints)
             self._pools[id(loop)] = pool
@@ -165,7 +178,8 @@ class EndpointPool:
                 return endpoint
         waits = ", ".join(f"{e.url} (retry in {e.breaker.retry_in():.1f}s; last: {e.breaker.last_failure})"
                           for e in pool.endpoints)
-        raise CircuitOpen(f"circuit open for every judge endpoint after repeated failures: {waits}")
+        raise CircuitOpen(f"circuit open for every judge endpoint after repeated failures: {waits}",
+                          retry_in_s=min(e.breaker.retry_in() for e in pool.endpoints))
 
     async def aclose(self) -> None:
         """Close the current loop's clients; forget pools of other loops."""
@@ -183,8 +197,18 @@ class EndpointPool:
     # ---- one request with transport retries ---------------------------------------------------
     async def send(self, request: dict[str, Any], tally: Tally, *, stage: str) -> Any:
         """POST one chat completion, retrying transient failures; re-raises the last error."""
+        left = time_left()
+        if left is None:
+            return await self._send(request, tally, stage=stage, outer_end=None)
+        # one call's share of the enclosing deadline (see JudgeConfig.call_deadline_share)
+        now = asyncio.get_running_loop().time()
+        with deadline_at(now + max(left, 0.0) * self.config.call_deadline_share):
+            return await self._send(request, tally, stage=stage, outer_end=now + left)
+
+    async def _send(self, request: dict[str, Any], tally: Tally, *, stage: str, outer_end: float | None) -> Any:
         cfg = self.config
         avoid: list[str | None] = [None]
+        last: list[BaseException | None] = [None]
 
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
@@ -205,17 +229,30 @@ class EndpointPool:
 
         retrying = AsyncRetrying(stop=stop_after_attempt(cfg.transport_retries + 1), wait=wait,
                                  retry=retry_if_exception(is_transient), before_sleep=warn, reraise=True)
+        try:
+            return await self._attempts(retrying, request, tally, avoid, last, outer_end)
+        except _ShareSpent as spent:
+            raise spent.__cause__ from None  # type: ignore[misc]
+
+    async def _attempts(self, retrying: AsyncRetrying, request: dict[str, Any], tally: Tally,
+                        avoid: list[str | None], last: list[BaseException | None], outer_end: float | None) -> Any:
         response = None
         async for attempt in retrying:  # CircuitOpen is not transient: it ends the loop at once
             with attempt:
                 left = time_left()
                 if left is not None and left < MIN_ATTEMPT_S:
+                    outer_left = None if outer_end is None else outer_end - asyncio.get_running_loop().time()
+                    if last[0] is not None and outer_left is not None and outer_left >= MIN_ATTEMPT_S:
+                        raise _ShareSpent() from last[0]  # the call's share, not the deadline: the judge failed
                     raise DeadlinePassed(f"time budget spent after {tally.attempts} requests")
                 endpoint = await self._acquire(avoid[0])
                 try:
                     response = await self._once(endpoint, request, tally)
-                except openai.APIConnectionError:  # refused or timed out: try another replica next
-                    avoid[0] = endpoint.url
+                except openai.APIConnectionError as exc:  # refused or timed out: try another replica next
+                    avoid[0], last[0] = endpoint.url, exc
+                    raise
+                except (openai.APIStatusError, MalformedReply) as exc:
+                    last[0] = exc
                     raise
         return response
 
@@ -234,6 +271,7 @@ class EndpointPool:
         """One HTTP request on an endpoint whose breaker granted it; tells the breaker how it went."""
         breaker = endpoint.breaker
         endpoint.in_flight += 1
+        start: float | None = None
         try:
             async with endpoint.semaphore:
                 left = time_left()  # the HTTP timeout never outlasts the deadline: the breaker sees it
@@ -244,7 +282,7 @@ class EndpointPool:
                 try:
                     response = await _post(endpoint, request)
                 finally:
-                    tally.latency_s += time.monotonic() - start
+                    tally.latency_s += time.monotonic() - (start or 0.0)
         except openai.APIStatusError as exc:  # the server answered: only a 5xx says it is unwell
             if exc.status_code >= 500:
                 breaker.failure(describe(exc))
@@ -252,7 +290,7 @@ class EndpointPool:
                 breaker.success()
             raise
         except (openai.APIConnectionError, MalformedReply) as exc:
-            breaker.failure(describe(exc))
+            breaker.failure(describe(exc), stall=isinstance(exc, openai.APITimeoutError), started=start)
             raise
         except BaseException:  # cancelled by a deadline, or a bug: no evidence either way
             breaker.release()

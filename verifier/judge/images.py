@@ -5,7 +5,9 @@ Encoding dominates the client's CPU (a 1440x900 PNG costs ~0.1 s to decode, ~0.2
 
 - a screenshot already within the limits (longest side, total pixels) and in a format every
   server reads (PNG, JPEG, WebP) is sent as its **original bytes**: its size is read from the
-  header, its pixels are never decoded;
+  header, and its bytes are verified once (`verify_image_bytes`: every PNG chunk's checksum through
+  to the end marker, other formats decoded), so a truncated or corrupted file is refused here, with
+  its reason, instead of reaching the judge;
 - only a screenshot over the limits is decoded, downscaled (aspect ratio kept) and re-encoded,
   as PNG (fast zlib level) or JPEG (``fmt``);
 - each result is kept in an LRU keyed by the source's sha256, so a screenshot shown to several
@@ -44,7 +46,8 @@ from typing import Literal
 
 from PIL import Image
 
-from ..trajectory import Screenshot, sniff_mime
+from ..errors import ScreenshotError
+from ..trajectory import Screenshot
 from .jsonbody import JsonSafe
 
 log = logging.getLogger("cua_verifier.judge")
@@ -55,6 +58,52 @@ PASS_THROUGH = frozenset(_EXT)
 #: zlib level of re-encoded PNGs: level 1 is about twice as fast as the default 6 and, on
 #: screenshots, within a few percent of its size.
 PNG_COMPRESS_LEVEL = 1
+
+
+#: How many verdicts of `verify_image_bytes` are kept (by content hash; a verdict is a few bytes).
+VERIFIED_CACHE_SIZE = 8192
+_verified: OrderedDict[str, str | None] = OrderedDict()
+_verified_lock = threading.Lock()
+
+
+def verify_image_bytes(data: bytes, sha256: str | None = None) -> str | None:
+    """Why `data` is not a whole, readable image (a reason for the unscored record), or None.
+
+    PNG (nearly every screenshot): PIL's ``verify`` walks every chunk to the end marker and checks
+    each one's CRC, so a truncated file or a flipped bit is found without decoding the pixels (a
+    fraction of a decode's cost). Other formats are decoded. Verdicts are kept by content hash
+    (`sha256` when the caller knows it), so a screenshot shown to many stages, or to every rollout
+    of a group, is verified once per process.
+    """
+    return image_verdict(sha256 or hashlib.sha256(data).hexdigest(), lambda: data)
+
+
+def image_verdict(sha256: str, load: Callable[[], bytes]) -> str | None:
+    """`verify_image_bytes` by hash: `load()` (e.g. decoding a data URL) runs only when this content
+    has no verdict yet, so a screenshot passed through as its own base64 text is decoded once to be
+    verified (the service does it while it still holds the decoded bytes) and never again."""
+    with _verified_lock:
+        if sha256 in _verified:
+            _verified.move_to_end(sha256)
+            return _verified[sha256]
+    reason = _check(load())
+    with _verified_lock:
+        _verified[sha256] = reason
+        while len(_verified) > VERIFIED_CACHE_SIZE:
+            _verified.popitem(last=False)
+    return reason
+
+
+def _check(data: bytes) -> str | None:
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            if img.format == "PNG":
+                img.verify()
+            else:
+                img.load()
+    except Exception as exc:  # noqa: BLE001 - PIL raises OSError, SyntaxError, struct.error, ...
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return None
 
 
 @dataclass(frozen=True)
@@ -112,15 +161,42 @@ def prepare_ahead(screenshots: Iterable[Screenshot], prepare: Callable[[Screensh
     return done
 
 
+def base64_size(url: str) -> int:
+    """Bytes encoded by a data URL's (validated) base64 payload."""
+    payload = len(url) - url.index(",") - 1
+    return payload * 3 // 4 - (url.endswith("==") + url.endswith("="))
+
+
+def passed_data_url(shot: Screenshot, mime: str) -> JsonSafe | None:
+    """The screenshot's own data URL, marked JSON-safe, when it can go to the judge as it came.
+
+    Only a ``data:<sniffed mime>;base64,`` URL whose payload `Screenshot.bytes` already decoded
+    with ``validate=True`` qualifies: its text is then the base64 alphabet only, safe to splice
+    into a request body unescaped. The marked copy replaces the screenshot's own string, so the
+    text is held once (the copy is a memcpy, far cheaper than base64-encoding the bytes again).
+    """
+    url = shot.data_url
+    if url is None or not url.startswith(f"data:{mime};base64,") or shot.known_sha256 is None:
+        return None
+    if type(url) is JsonSafe:
+        return url
+    safe = JsonSafe(url)
+    shot.data_url = safe
+    return safe
+
+
 class ImageEncoder:
     """Thread-safe LRU of prepared screenshots; `encodes` counts real decode+re-encode work,
     `prepared` every screenshot prepared (pass-through included)."""
 
     def __init__(self, *, max_side: int | None = 1280, max_pixels: int | None = None,
                  fmt: Literal["png", "jpeg"] = "png", jpeg_quality: int = 85,
-                 cache_size: int = 512, media_dir: str | Path | None = None) -> None:
+                 cache_size: int = 512, cache_bytes: int = 256 * 2**20,
+                 media_dir: str | Path | None = None) -> None:
         self.max_side, self.max_pixels = max_side, max_pixels
         self.fmt, self.jpeg_quality, self.cache_size = fmt, jpeg_quality, cache_size
+        self.cache_bytes = cache_bytes  # bound on the URLs held (data URLs are the image's size x 4/3)
+        self.cached_bytes = 0
         self.media_dir = Path(media_dir).resolve() if media_dir else None
         if self.media_dir is not None:
             self.media_dir.mkdir(parents=True, exist_ok=True)
@@ -169,24 +245,34 @@ class ImageEncoder:
             with self._lock:  # publish before un-registering, so no latecomer encodes again
                 self.prepared += 1
                 self.encodes += not encoded.passed_through
-                if self.cache_size > 0:
+                if self.cache_size > 0 and len(encoded.url) <= self.cache_bytes:
                     self._cache[key] = encoded
                     self._cache.move_to_end(key)
-                    while len(self._cache) > self.cache_size:
-                        self._cache.popitem(last=False)
+                    self.cached_bytes += len(encoded.url)
+                    while len(self._cache) > self.cache_size or self.cached_bytes > self.cache_bytes:
+                        _, gone = self._cache.popitem(last=False)
+                        self.cached_bytes -= len(gone.url)
                 self._pending.pop(key, None)
         return encoded
 
     def within_limits(self, shot: Screenshot) -> bool:
         """True when `shot` can be sent as its own bytes (header read only, no pixel decode)."""
         w, h = shot.size()
-        return target_size(w, h, self.max_side, self.max_pixels) == (w, h) and \
-            sniff_mime(shot.bytes()) in PASS_THROUGH
+        return target_size(w, h, self.max_side, self.max_pixels) == (w, h) and shot.mime() in PASS_THROUGH
 
     def _encode(self, shot: Screenshot, key: str) -> EncodedImage:
         if self.within_limits(shot):
-            data, mime = shot.bytes(), sniff_mime(shot.bytes()) or "image/png"
+            mime = shot.mime() or "image/png"
             (w, h), passed = shot.size(), True
+            reason = image_verdict(key, shot.bytes)  # once per distinct image (by hash): no decode after
+            if reason is not None:
+                raise ScreenshotError(f"screenshot of step {shot.step} ({shot.describe()}) is not a readable "
+                                      f"image: {reason}")
+            url = passed_data_url(shot, mime) if self.media_dir is None else None
+            if url is not None:  # the client's own base64 text, byte for byte: no decode, no encode
+                return EncodedImage(sha256=key, source_sha256=key, url=url, width=w, height=h,
+                                    nbytes=base64_size(url), passed_through=True)
+            data = shot.bytes()
         else:
             img = shot.image()
             w, h = target_size(img.width, img.height, self.max_side, self.max_pixels)

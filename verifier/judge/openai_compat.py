@@ -71,7 +71,7 @@ from .schema import (
     schema_name,
 )
 from .served import ServedModel, discover_for
-from .wire import render_chat
+from .wire import render_chat, url_part
 
 log = logging.getLogger("cua_verifier.judge")
 T = TypeVar("T", bound=BaseModel)
@@ -92,7 +92,12 @@ class OpenAICompatJudge:
         self.config = config
         self.encoder = ImageEncoder(max_side=config.image_max_side, max_pixels=config.image_max_pixels,
                                     fmt=config.image_format, jpeg_quality=config.jpeg_quality,
-                                    cache_size=config.image_cache_size, media_dir=config.image_media_dir)
+                                    cache_size=config.image_cache_size,
+                                    cache_bytes=int(config.image_cache_mb * 2**20), media_dir=config.image_media_dir)
+        self.coarse = None if config.relevance_image_max_side is None else ImageEncoder(
+            max_side=config.relevance_image_max_side, max_pixels=config.image_max_pixels, fmt=config.image_format,
+            jpeg_quality=config.jpeg_quality, cache_size=config.image_cache_size,
+            cache_bytes=int(config.image_cache_mb * 2**20), media_dir=config.image_media_dir)
         self.cache = ResponseCache(config.cache_dir) if config.cache_dir else None
         self._pool = EndpointPool(config)
         self._served: ServedModel | None = None
@@ -123,7 +128,7 @@ class OpenAICompatJudge:
         if self.cache is not None and cacheable(sampling):
             key = await asyncio.to_thread(
                 cache_key, model=self.config.model, messages=messages, schema=schema,
-                mode=self.config.structured_output, sampling=sampling, image_settings=self.encoder.settings_key)
+                mode=self.config.structured_output, sampling=sampling, image_settings=self._image_settings)
             hit = self.cache.get(key)
             if hit is not None:
                 try:
@@ -166,7 +171,16 @@ class OpenAICompatJudge:
         sends no image, waits on the judge, so the relevance fan-out that follows renders from the
         cache on the event loop instead of queueing on threads (issue 10: ~0.1-0.2 s of the critical
         path at M = 50). At most ``image_cache_size`` distinct screenshots (`prepare_ahead`)."""
-        return prepare_ahead(screenshots, self.encoder.encode, self.encoder.cache_size)
+        enc = self.coarse or self.encoder  # what the relevance fan-out that follows will send
+        return prepare_ahead(screenshots, enc.encode, enc.cache_size)
+
+    @property
+    def _image_settings(self) -> str:
+        key = self.encoder.settings_key
+        return key if self.coarse is None else f"{key}|coarse:{self.coarse.settings_key}"
+
+    def _encoder_for(self, part: Any) -> ImageEncoder:
+        return self.coarse if self.coarse is not None and part.detail == "coarse" else self.encoder
 
     @property
     def _lenient(self) -> bool:
@@ -175,11 +189,13 @@ class OpenAICompatJudge:
     # ---- rendering ----------------------------------------------------------------------------
     def _prepared(self, messages: list[Message]) -> bool:
         """Every image of `messages` is already in the encoder's cache (text-only calls too)."""
-        return all(self.encoder.ready(p.screenshot) for m in messages for p in m.content if p.type == "image")
+        return all(self._encoder_for(p).ready(p.screenshot) for m in messages for p in m.content
+                   if p.type == "image")
 
     def _render(self, messages: list[Message], output_model: type[BaseModel]) -> list[dict[str, Any]]:
         """Protocol messages -> OpenAI chat messages (runs in a worker thread: images are encoded)."""
-        out = render_chat(messages, self.encoder, image_uuid=self.config.image_uuid)
+        coarse = url_part(self.coarse, image_uuid=self.config.image_uuid) if self.coarse is not None else None
+        out = render_chat(messages, self.encoder, image_uuid=self.config.image_uuid, coarse=coarse)
         if self._lenient:
             instructions = schema_instructions(output_model)
             if out and out[0]["role"] == "system":
@@ -218,6 +234,9 @@ class OpenAICompatJudge:
             if response.usage is not None:
                 tally.prompt_tokens += response.usage.prompt_tokens or 0
                 tally.completion_tokens += response.usage.completion_tokens or 0
+                cached = response.usage.cached_prompt_tokens
+                if cached is not None:
+                    tally.cached_prompt_tokens = (tally.cached_prompt_tokens or 0) + cached
             choice = response.choices[0] if response.choices else None
             raw = (choice.message.content if choice is not None else None) or ""
             last_raw = raw
@@ -286,7 +305,7 @@ class OpenAICompatJudge:
                                       last_reply=last_raw, usage=_usage(tally))
         if isinstance(exc, CircuitOpen):
             return JudgeCircuitOpenError(f"judge not asked: {exc}", stage=stage, last_reply=last_raw,
-                                         usage=_usage(tally))
+                                         usage=_usage(tally), retry_in_s=exc.retry_in_s)
         if isinstance(exc, MalformedReply):  # a proxy page, a wrong URL, a cut connection
             return JudgeMalformedResponseError(
                 f"malformed HTTP response from the judge endpoint after {tally.attempts} requests "
@@ -320,6 +339,7 @@ def fitting_max_tokens(error_text: str, requested: int) -> int | None:
 
 def _usage(tally: Tally) -> Usage:
     return Usage(prompt_tokens=tally.prompt_tokens, completion_tokens=tally.completion_tokens,
+                 cached_prompt_tokens=tally.cached_prompt_tokens,
                  latency_s=round(tally.latency_s, 6), attempts=tally.attempts)
 
 

@@ -32,8 +32,10 @@ def url_part(encoder: ImageEncoder, *, image_uuid: bool = False) -> ImageRendere
 
 
 def render_chat(messages: list[Message], encoder: ImageEncoder | None = None, *,
-                image_uuid: bool = False, image: ImageRenderer | None = None) -> list[dict[str, Any]]:
-    """Render messages; each image goes through `image` (default: `url_part(encoder)`).
+                image_uuid: bool = False, image: ImageRenderer | None = None,
+                coarse: ImageRenderer | None = None) -> list[dict[str, Any]]:
+    """Render messages; each image goes through `image` (default: `url_part(encoder)`), an image
+    part of ``detail="coarse"`` through `coarse` when given.
 
     System and assistant content is sent as plain text (accepted by every server); images are only
     allowed in user messages, each preceded by its label as a text part.
@@ -57,6 +59,7 @@ def render_chat(messages: list[Message], encoder: ImageEncoder | None = None, *,
                 continue
             if part.label:
                 parts.append({"type": "text", "text": part.label})
-            parts.append(image(part.screenshot))
+            render = coarse if coarse is not None and part.detail == "coarse" else image
+            parts.append(render(part.screenshot))
         out.append({"role": "user", "content": parts})
     return out

@@ -6,6 +6,13 @@ Formats (`format=` values):
 - "cuavb-parquet": a local parquet export of CUAVerifierBench (`trajectories` config), many rows.
 - "cuavb-row": one CUAVerifierBench row given as a dict (see `cuavb.load_cuavb_row`).
 - "native": the project's own JSON / JSONL (see examples/README.md).
+- "browser-use": a browser-use `AgentHistoryList` JSON (`{"history": [...]}`), or a folder holding one.
+- "browsergym": a BrowserGym / AgentLab experiment folder (`step_<k>.pkl.gz`, `screenshot_step_<k>.png`).
+- "osworld": an OSWorld result folder (`traj.jsonl`, `result.txt`, step screenshots).
+
+Formats that do not store the instruction (browser-use before 0.7.11, OSWorld) take it from
+`task_file=` (a task list matched by task id, an OSWorld task config or a folder of them) or
+`instruction=`; the agent's own claim and the environment's score go to `Trajectory.metadata`.
 
 Loading is cheap: screenshots stay on disk / in memory and only their headers are checked (exists,
 is an image, within the size guards), so a 500-step run loads in well under a second. Problems the
@@ -15,22 +22,36 @@ run can be judged despite (screenshot count != step count, thoughts missing) are
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import TrajectoryError
 from ..trajectory import Trajectory
+from .browser_use import browser_use_file_in, is_browser_use_file, load_browser_use
+from .browsergym import is_browsergym_folder, load_browsergym
 from .cuavb import iter_cuavb_dataset, iter_cuavb_parquet, load_cuavb_hub, load_cuavb_row
 from .fara import is_fara_folder, load_fara
 from .native import iter_native, load_native_record
 from .om2w import is_om2w_folder, load_om2w
+from .osworld import find_osworld_runs, is_osworld_folder, load_osworld
 
-FORMATS = ("fara", "om2w", "native", "cuavb-parquet", "cuavb-row")
+FORMATS = ("fara", "om2w", "native", "cuavb-parquet", "cuavb-row", "browser-use", "browsergym", "osworld")
+#: Formats read from a run folder (a file of the folder given instead loads the folder).
+_FOLDER_FORMATS = ("fara", "om2w", "browsergym", "osworld")
+#: Loaders that take `task_file=` / `instruction=`.
+_TASK_OPTION_FORMATS = ("fara", "browser-use", "browsergym", "osworld")
 
-__all__ = ["FORMATS", "detect_format", "iter_cuavb_dataset", "iter_cuavb_parquet", "load_cuavb_hub",
-           "load_cuavb_row", "load_fara", "load_native_record", "load_om2w", "load_trajectories",
-           "load_trajectory"]
+__all__ = ["FORMATS", "detect_format", "find_osworld_runs", "iter_cuavb_dataset", "iter_cuavb_parquet",
+           "load_browser_use", "load_browsergym", "load_cuavb_hub", "load_cuavb_row", "load_fara",
+           "load_native_record", "load_om2w", "load_osworld", "load_trajectories", "load_trajectory",
+           "takes_task_options"]
+
+
+def takes_task_options(fmt: str) -> bool:
+    """Whether a format's loader accepts `task_file=` / `instruction=` (the others store the task)."""
+    return fmt in _TASK_OPTION_FORMATS
 
 
 def detect_format(path: str | Path) -> str:
@@ -43,16 +64,25 @@ def detect_format(path: str | Path) -> str:
             return "fara"
         if is_om2w_folder(p):
             return "om2w"
+        if is_browsergym_folder(p):
+            return "browsergym"
+        if is_osworld_folder(p):
+            return "osworld"
         if (p / "trajectory.json").is_file():
             return "native"
+        if browser_use_file_in(p) is not None and not _holds_run_folders(p):
+            return "browser-use"
         raise TrajectoryError("unknown trajectory folder: expected web_surfer.log + *_final_answer.json "
-                              "(fara), result.json (Online-Mind2Web) or trajectory.json (native)",
+                              "(fara), result.json (Online-Mind2Web), step_0.pkl.gz (BrowserGym), traj.jsonl "
+                              "(OSWorld), a browser-use history .json or trajectory.json (native)",
                               file=str(p))
     if _member_of_folder(p):
         return detect_format(p.parent)
     suffix = p.suffix.lower()
     if suffix == ".parquet":
         return "cuavb-parquet"
+    if suffix == ".json" and is_browser_use_file(p):
+        return "browser-use"
     if suffix in (".json", ".jsonl"):
         return "native"
     raise TrajectoryError(f"unknown trajectory file type {suffix or '(no suffix)'!r}: expected a folder, "
@@ -64,7 +94,8 @@ def load_trajectories(path_or_row: str | Path | Mapping[str, Any], *, format: st
                       **options: Any) -> Iterator[Trajectory]:
     """Every trajectory at `path_or_row` (a folder gives one, JSONL / parquet give many), lazily.
 
-    `options` go to the format's loader (e.g. `task_file=` / `instruction=` for "fara").
+    `options` go to the format's loader (`task_file=` / `instruction=` for the formats of
+    `takes_task_options`; formats that store their task ignore them).
     Screenshot files must lie inside the trajectory's folder (symlinks resolved) unless
     `allow_outside_screenshots` (CLI: `--allow-outside-screenshots`).
     """
@@ -78,12 +109,18 @@ def load_trajectories(path_or_row: str | Path | Mapping[str, Any], *, format: st
         raise TrajectoryError(f"unknown format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
     if not p.exists():
         raise TrajectoryError("no such file or directory", file=str(p))
-    if fmt in ("fara", "om2w") and p.is_file() and _member_of_folder(p):
+    if fmt in _FOLDER_FORMATS and p.is_file() and _member_of_folder(p):
         p = p.parent  # a file of a run folder was given: load the folder
     if fmt == "fara":
         yield load_fara(p, check_images=check_images, allow_outside_screenshots=outside, **options)
     elif fmt == "om2w":
         yield load_om2w(p, check_images=check_images, allow_outside_screenshots=outside)
+    elif fmt == "browser-use":
+        yield load_browser_use(p, check_images=check_images, allow_outside_screenshots=outside, **options)
+    elif fmt == "browsergym":
+        yield load_browsergym(p, check_images=check_images, allow_outside_screenshots=outside, **options)
+    elif fmt == "osworld":
+        yield load_osworld(p, check_images=check_images, allow_outside_screenshots=outside, **options)
     elif fmt == "cuavb-parquet":
         yield from iter_cuavb_parquet(p, check_images=check_images, allow_outside_screenshots=outside)
     elif fmt == "native":
@@ -106,9 +143,20 @@ def load_trajectory(path_or_row: str | Path | Mapping[str, Any], *, format: str 
     return first
 
 
+def _holds_run_folders(p: Path) -> bool:
+    """Whether a subfolder of `p` is itself a run (then `p` is a folder of runs, not one run)."""
+    try:
+        subs = [c for c in p.iterdir() if c.is_dir()]
+    except OSError:
+        return False
+    return any(is_fara_folder(c) or is_om2w_folder(c) or is_browsergym_folder(c) or is_osworld_folder(c)
+               or (c / "trajectory.json").is_file() or browser_use_file_in(c) is not None for c in subs)
+
+
 def _member_of_folder(p: Path) -> bool:
-    """A file that only makes sense as part of a fara / Online-Mind2Web run folder."""
-    return p.name in ("web_surfer.log", "result.json") or p.name.endswith("_final_answer.json")
+    """A file that only makes sense as part of a run folder (fara, Online-Mind2Web, BrowserGym, OSWorld)."""
+    return (p.name in ("web_surfer.log", "result.json", "traj.jsonl", "summary_info.json", "goal_object.pkl.gz")
+            or p.name.endswith("_final_answer.json") or re.match(r"^step_\d+\.pkl(\.gz)?$", p.name) is not None)
 
 
 def _load_mapping(row: Mapping[str, Any], format: str, check_images: bool, outside: bool) -> Trajectory:

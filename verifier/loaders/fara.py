@@ -142,6 +142,8 @@ def _task_fields(root: Path, task_id: str, task_file: str | Path | None,
     if instruction is not None:
         entry = {"start_url": None, "metadata": {}, **(entry or {}), "instruction": instruction}
     if entry is None:
-        raise TrajectoryError("no task instruction: pass instruction= or task_file=, or add task_data.json "
-                              "(task_summary) / task.json / task.txt to the folder", file=str(root))
+        raise TrajectoryError("no task instruction: pass --task-file PATH or --instruction TEXT (API: "
+                              "task_file= / instruction=), or add task_data.json (task_summary) / task.json / "
+                              "task.txt to the folder", file=str(root))
+    entry.pop("id", None)  # the run's id names the task; a task file's own id only finds it
     return entry

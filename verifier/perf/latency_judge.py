@@ -1,6 +1,6 @@
 """A loopback judge with a fixed latency that records what it was sent, for the HTTP benchmark.
 
-It is the schema-echo judge (`reward.echo_judge`: every structured request gets a minimal valid
+It is the schema-echo judge (`verifier.testing.echo_judge`: every structured request gets a minimal valid
 instance of its schema) plus a sleep of ``latency_s`` per request and a log of each request's
 arrival and reply time and flattened text. It runs in its *own process* (``python -m
 verifier.perf.latency_judge``), so its JSON parsing and threads do not share the client's GIL: the
@@ -19,8 +19,7 @@ import threading
 import time
 from typing import Any
 
-from reward.echo_judge import EchoJudgeServer, serve_until_interrupted
-
+from ..testing.echo_judge import EchoJudgeServer, serve_until_interrupted
 from .figures import ELIDED_URL, Request, request_text
 
 #: Request bodies up to this size are read (a relevance batch of full-size screenshots is large).

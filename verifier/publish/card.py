@@ -4,6 +4,8 @@ Why a card: a scored dataset is only reusable if a reader can tell which judge m
 versions and which verifier settings produced the scores, and how many rollouts could not be
 scored (and why): an unscored rollout is not a failed one, and a reader must not average it in.
 The facts sit in the YAML header (machine-readable, under `cua_verifier`) and are repeated in prose.
+The card is a `huggingface_hub.DatasetCard`, so the header is the hub's own format: `license`,
+`configs` (which files make which split) and `tags` beside our block.
 Secrets never reach the card: keys that look like credentials are dropped, and judge endpoints
 (often internal URLs) are not written at all.
 """
@@ -12,8 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Any
-
-import yaml
 
 from ..records import ScoreRecord, result_field
 
@@ -49,16 +49,23 @@ def provenance(records: Iterable[ScoreRecord]) -> dict[str, Any]:
             "verifier_config": _public(config) if config else None}
 
 
+def split_configs(splits: Iterable[str], data_dir: str = "data") -> list[dict[str, Any]]:
+    """The card's `configs`: one default config whose split `s` is the files `data/s-*`
+    (the names `Dataset.push_to_hub` writes, and the folder writer too)."""
+    return [{"config_name": "default",
+             "data_files": [{"split": s, "path": f"{data_dir}/{s}-*"} for s in sorted(set(splits))]}]
+
+
 def card_metadata(*, source: str, split: str, shard: str | None = None, summary: dict[str, Any], records: list[ScoreRecord],
-                  settings: Any, columns: list[str]) -> dict[str, Any]:
-    """The YAML header: hub tags plus the `cua_verifier` provenance block (of the split just written)."""
+                  settings: Any, columns: list[str], license: str = "unknown") -> dict[str, Any]:
+    """The YAML header: license and hub tags plus the `cua_verifier` provenance block (of the split
+    just written). `configs` is added by whoever knows the files (the folder writer, `push_to_hub`)."""
     from .. import __version__
 
     facts = provenance(records)
     judge = dict(getattr(settings, "judge", None) or {})
     return {
-        # no `configs`: files named data/<split>-NNNNN-of-NNNNN.parquet are found by their names, so a
-        # repo can hold several splits published by several runs
+        "license": license,
         "tags": ["cua-verifier", "computer-use", "reward-model"],
         "cua_verifier": {
             "version": __version__,
@@ -80,8 +87,8 @@ def card_metadata(*, source: str, split: str, shard: str | None = None, summary:
     }
 
 
-def render_card(meta: dict[str, Any], *, input_columns: list[str]) -> str:
-    """README.md text: YAML front matter, then a short human summary of the same facts."""
+def card_body(meta: dict[str, Any], *, input_columns: list[str]) -> str:
+    """The card's prose: a short human summary of the facts in the header."""
     uv = meta["cua_verifier"]
     counts = uv["counts"]
     prompts = ", ".join(f"{p['id']} v{p['version']}" for p in uv["prompts"]) or "not recorded"
@@ -112,5 +119,16 @@ Input columns kept as they were (images as stored, not re-encoded): {kept}.
 Result columns: {', '.join(f'`{c}`' for c in uv['result_columns'])}; `uv_result_json` holds the
 full `VerificationResult`. The judge and verifier settings are in the YAML header above.
 """
-    header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
-    return f"---\n{header}---\n\n{body}"
+    return body
+
+
+def make_card(meta: dict[str, Any], body: str, base: str | None = None) -> Any:
+    """A `DatasetCard`: `base` (an existing README.md, e.g. the one `push_to_hub` just wrote with
+    its `configs` and `dataset_info`) with `meta`'s keys set over its header and `body` as its text."""
+    from huggingface_hub import DatasetCard
+
+    card = DatasetCard(base if base and base.startswith("---") else "---\n---\n")
+    for key, value in meta.items():
+        card.data[key] = value
+    card.text = "\n" + body
+    return card

@@ -9,8 +9,11 @@ Why it is built this way:
 - Rows are matched to records by the id `score-dataset` gave them (the same `iter_rows` code, run
   over the id columns only), so resuming, `--limit` and `--shard` need nothing special: a row is
   published when the log holds a record for it, with that id's latest record.
-- The folder is laid out as a hub dataset repo (`data/<split>-NNNNN-of-NNNNN.parquet` + README.md),
-  so `--publish-dir` shows exactly what `--push-to-hub` uploads, and `load_dataset(DIR)` reads it.
+- The hub is reached through the library's own API only: `Dataset.push_to_hub` writes the parquet
+  files (embedding path-only images), replaces the split's old files and records `configs` and
+  `dataset_info` in the card; our `DatasetCard` facts (license, provenance) are then laid over it.
+- `--publish-dir` lays the folder out the same way (`data/<split>-NNNNN-of-NNNNN.parquet`, a card
+  with `configs`), so `load_dataset(DIR)` reads it and one shared folder can take N shard runs.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..records import FLAT_FIELDS, ScoreRecord, result_field, summarize
-from .card import card_metadata, render_card
+from .card import card_body, card_metadata, make_card, split_configs
 
 MAX_SHARD_BYTES = 500 << 20  # the hub's default shard size
 PREFIX = "uv_"
@@ -60,7 +63,7 @@ def result_columns(records: list[ScoreRecord]) -> dict[str, list[Any]]:
 
 def _row_ids(src: Any, args: argparse.Namespace) -> list[str]:
     """The id `score-dataset` gave each row of `src`, computed from the id columns only."""
-    from ..cli.score_dataset_cmd import ID_COLUMNS, iter_rows
+    from ..sources.rows import ID_COLUMNS, iter_rows
 
     wanted = [args.id_column] if args.id_column else list(ID_COLUMNS)
     cols = [c for c in wanted if c in src.column_names]
@@ -72,12 +75,9 @@ def build(args: argparse.Namespace, records: list[ScoreRecord]) -> tuple[Any, li
     """(scored Dataset, input columns kept, the records published in row order)."""
     import datasets
 
-    from ..cli.score_dataset_cmd import _is_native_jsonl, load_rows
+    from ..sources.rows import is_run_source, load_rows
 
-    path = Path(args.source)
-    folder = path.is_dir() or (path.is_file() and path.suffix.lower() in (".json", ".jsonl")
-                               and _is_native_jsonl(path))
-    if folder:  # trajectories on disk have no input columns to keep: the results alone
+    if is_run_source(Path(args.source)):  # trajectories on disk have no input columns to keep: the results alone
         return datasets.Dataset.from_dict(result_columns(records), features=_result_features()), [], records
     # Never streamed and never decoded: the source is memory-mapped and joined at the Arrow level.
     src = load_rows(args.source, split=args.split, name=args.name, streaming=False, undecoded=False)
@@ -110,7 +110,7 @@ def file_names(split: str, parts: int, shard: tuple[int, int] | None) -> tuple[l
 
     Unsharded: the hub's `<split>-NNNNN-of-NNNNN.parquet`, owning the whole split. With `--shard
     I/N` the run owns `<split>-I-of-N*` only (a part suffix when it needs several files), so N shard
-    processes publishing to one folder or repo each replace their own files and never each other's;
+    processes publishing to one folder each replace their own files and never each other's;
     both forms match the pattern `datasets` and the hub read splits by.
     """
     if shard is None:
@@ -121,10 +121,10 @@ def file_names(split: str, parts: int, shard: tuple[int, int] | None) -> tuple[l
     return names, f"{stem}*.parquet"
 
 
-def write_folder(ds: Any, folder: Path, split: str, card: str,
-                 shard: tuple[int, int] | None = None) -> tuple[list[Path], str]:
-    """`ds` as `data/*.parquet` files plus README.md (this run's stale files removed first);
-    returns the files and the glob (under data/) of the files this run owns."""
+def write_folder(ds: Any, folder: Path, split: str, meta: dict[str, Any], body: str,
+                 shard: tuple[int, int] | None = None) -> list[Path]:
+    """`ds` as `data/*.parquet` files plus a README.md card (this run's stale files removed first).
+    The card's `configs` names every split whose files the folder holds, so several runs can fill it."""
     data = folder / "data"
     data.mkdir(parents=True, exist_ok=True)
     parts = max(1, math.ceil(ds.data.nbytes / MAX_SHARD_BYTES))
@@ -135,54 +135,72 @@ def write_folder(ds: Any, folder: Path, split: str, card: str,
     for j, name in enumerate(names):
         _embedded(ds.shard(num_shards=parts, index=j, contiguous=True)).to_parquet(str(data / name))
         paths.append(data / name)
-    (folder / "README.md").write_text(card, encoding="utf-8")
-    return paths, owned
+    splits = {f.name.split("-", 1)[0] for f in data.glob("*-*.parquet")}  # split names hold no "-"
+    card = make_card({**meta, "configs": split_configs(splits)}, body)
+    (folder / "README.md").write_text(str(card), encoding="utf-8")
+    return paths
 
 
-def push(folder: Path, repo: str, owned: str, *, private: bool = False) -> str:
-    """Upload `folder` as dataset repo `repo` (created if missing); returns the commit URL."""
-    from huggingface_hub import HfApi
+def check_publish_args(args: argparse.Namespace) -> None:
+    """Refused before any scoring: `Dataset.push_to_hub` replaces every file of the split it pushes,
+    so N `--shard I/N` processes pushing one split to one repo would each erase the others' rows."""
+    if getattr(args, "push_to_hub", None) and getattr(args, "shard", None):
+        raise PublishError(
+            "--push-to-hub cannot be combined with --shard: each shard's push would replace the other "
+            "shards' files of the split. Publish every shard with --publish-dir into one shared folder "
+            "(each shard owns its own files there) and upload that folder once "
+            "(`huggingface-cli upload REPO DIR --repo-type dataset`)")
 
-    api = HfApi()  # token from $HF_TOKEN or `huggingface-cli login`
-    try:
-        api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
-        info = api.upload_folder(repo_id=repo, folder_path=str(folder), repo_type="dataset",
-                                 delete_patterns=[f"data/{owned}"],
-                                 commit_message="cua-verifier score-dataset: scored rollouts")
+
+def push(ds: Any, repo: str, split: str, meta: dict[str, Any], body: str, *, private: bool = False) -> str:
+    """`ds` pushed as split `split` of dataset repo `repo` by `Dataset.push_to_hub` (repo created if
+    missing, the split's old files replaced, `configs` and `dataset_info` written into the card),
+    then our card laid over the README it wrote, committed on top of that very commit."""
+    from huggingface_hub import HfApi, HfFileSystem
+
+    try:  # token from $HF_TOKEN or `huggingface-cli login`
+        info = ds.push_to_hub(repo, split=split, private=private, max_shard_size=MAX_SHARD_BYTES,
+                              commit_message="cua-verifier score-dataset: scored rollouts")
+        try:
+            base = HfFileSystem().read_text(f"datasets/{repo}@{info.oid}/README.md", encoding="utf-8")
+        except FileNotFoundError:
+            base = None
+        card = make_card(meta, body, base)
+        HfApi().upload_file(path_or_fileobj=str(card).encode(), path_in_repo="README.md", repo_id=repo,
+                            repo_type="dataset", parent_commit=info.oid,
+                            commit_message="cua-verifier score-dataset: dataset card")
     except Exception as exc:  # any hub failure: HTTP/transport errors (httpx's are no OSError), no token, bad id
         raise PublishError(f"cannot push to hub dataset {repo!r}: {type(exc).__name__}: {exc} "
                            "(the scores are saved; rerun the same command to retry the push)") from exc
-    return str(getattr(info, "commit_url", info))
+    return str(info.commit_url)
 
 
 def publish(args: argparse.Namespace, settings: Any, records: list[ScoreRecord]) -> dict[str, Any]:
-    """Build the scored dataset, write it to --publish-dir (or a temporary folder), push it if asked."""
-    import tempfile
-
+    """Build the scored dataset, write it to --publish-dir, push it with `push_to_hub` if asked."""
     import datasets
 
     if getattr(args, "no_progress", False):
         datasets.disable_progress_bars()
     from ..distributed.shard import parse_shard
 
+    check_publish_args(args)
     shard = parse_shard(args.shard) if getattr(args, "shard", None) else None
     ds, inputs, kept = build(args, records)
     summary = summarize(kept)
     # a local source is named by its file name only: the card must not publish the user's paths
     source = Path(args.source).name if Path(args.source).exists() else args.source
+    license = getattr(args, "license", None) or getattr(ds.info, "license", None) or "unknown"
     meta = card_metadata(source=source, split=args.split, shard=getattr(args, "shard", None), summary=summary,
-                         records=kept, settings=settings, columns=list(ds.column_names))
-    card = render_card(meta, input_columns=inputs)
+                         records=kept, settings=settings, columns=list(ds.column_names), license=license)
+    body = card_body(meta, input_columns=inputs)
     report: dict[str, Any] = {"rows": len(ds), "columns": list(ds.column_names)}
-    with tempfile.TemporaryDirectory(prefix="cua-publish-") as tmp:
-        folder = Path(args.publish_dir) if args.publish_dir else Path(tmp)
+    if args.publish_dir:
+        folder = Path(args.publish_dir)
         try:
-            paths, owned = write_folder(ds, folder, args.split, card, shard)
-            report["files"] = [str(p) for p in paths]
+            report["files"] = [str(p) for p in write_folder(ds, folder, args.split, meta, body, shard)]
         except OSError as exc:
             raise PublishError(f"cannot write the scored dataset to {folder}: {exc}") from exc
-        if args.publish_dir:
-            report["folder"] = str(folder)
-        if args.push_to_hub:
-            report["pushed"] = push(folder, args.push_to_hub, owned, private=args.private)
+        report["folder"] = str(folder)
+    if args.push_to_hub:
+        report["pushed"] = push(ds, args.push_to_hub, args.split, meta, body, private=args.private)
     return report

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from ..bounds import at_bound, limits_note
 from ..budget import Budget, Parts, reply_reserve
 from ..cache import StageCache
 from ..config import VerifierConfig
@@ -30,6 +31,16 @@ from ..trajectory import Trajectory
 T = TypeVar("T", bound=BaseModel)
 
 
+def _with_limits(per_call: str, limits: str) -> str:
+    return f"{per_call}\n\n{limits}" if per_call and limits else per_call or limits
+
+
+def _known_sum(values: Iterable[int | None]) -> int | None:
+    """Sum of the counts a server reported; None when it reported none of them."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
 @dataclass
 class Ledger:
     """Accounting for one verification (the pipeline's `verify()` and the baselines alike)."""
@@ -38,6 +49,16 @@ class Ledger:
     models: set[str] = field(default_factory=set)
     prompts: dict[str, PromptInfo] = field(default_factory=dict)
     degraded: list[DegradedStage] = field(default_factory=list)
+    truncated: list[str] = field(default_factory=list)
+    """Reply fields that reached their schema bound (`bounds.at_bound`), as ``stage:path``."""
+    overruled: list[str] = field(default_factory=list)
+    """Judge claims code overruled (`verifier.guards`)."""
+
+    def note_truncated(self, stage: str, reply: BaseModel) -> None:
+        for path in at_bound(reply):
+            entry = f"{stage}:{path}"
+            if entry not in self.truncated:  # V votes of one stage may hit the same bound
+                self.truncated.append(entry)
 
     def stage(self, name: str) -> StageUsage:
         return self.per_stage.setdefault(name, StageUsage())
@@ -51,6 +72,8 @@ class Ledger:
         if usage is not None:
             s.prompt_tokens += usage.prompt_tokens
             s.completion_tokens += usage.completion_tokens
+            if usage.cached_prompt_tokens is not None:
+                s.cached_prompt_tokens = (s.cached_prompt_tokens or 0) + usage.cached_prompt_tokens
             s.latency_s += usage.latency_s
             s.cache_hits += int(bool(getattr(usage, "cached", False)))  # the judge's reply cache
         if model:
@@ -74,6 +97,7 @@ class Ledger:
         st = self.per_stage.values()
         return UsageSummary(calls=sum(s.calls for s in st), prompt_tokens=sum(s.prompt_tokens for s in st),
                             completion_tokens=sum(s.completion_tokens for s in st),
+                            cached_prompt_tokens=_known_sum(s.cached_prompt_tokens for s in st),
                             latency_s=round(sum(s.latency_s for s in st), 3), wall_s=round(wall_s, 3),
                             rounds=self.rounds(), per_stage=dict(self.per_stage))
 
@@ -88,6 +112,7 @@ class Run:
     cache: StageCache
     ledger: Ledger = field(default_factory=Ledger)
     rubric: Rubric | None = None
+    provided_rubric: Rubric | None = None  # scored as given: no rubric call (verify(rubric=...))
     shared: str = ""  # shared prompt prefix (task, rubric, history, final answer)
     background: list[asyncio.Task] = field(default_factory=list)
     budget: Budget | None = None  # the judge's context (verifier.budget); None: not enforced
@@ -166,6 +191,9 @@ class Run:
         full_ev, lean_ev = self.evidence_text
         if lean_per_call is None and full_ev and full_ev != lean_ev and full_ev in per_call:
             lean_per_call = per_call.replace(full_ev, lean_ev)  # budget step 3, for every stage that quotes it
+        limits = limits_note(output_model)  # the judge is told every text field's limit; budgeted with the rest
+        per_call = _with_limits(per_call, limits)
+        lean_per_call = None if lean_per_call is None else _with_limits(lean_per_call, limits)
         ctx, per_call, shown = await self.fit(
             stage, system.text, self.shared if shared is None else shared, instructions.text, per_call,
             list(images), output_model, sampling, own_shared=shared is not None or not self.shared,
@@ -178,6 +206,7 @@ class Run:
                                failed=True)
             raise
         self.ledger.record(stage, reply.usage, depth, model=reply.model)
+        self.ledger.note_truncated(stage, reply.parsed)
         return reply.parsed
 
     def degrade(self, stage: str, reason: str | BaseException) -> None:

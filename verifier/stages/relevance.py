@@ -36,7 +36,7 @@ async def _score(r: Run, numbers: tuple[int, ...], depth: int) -> dict[int, Row]
     reply = await r.ask(STAGE, "relevance.system.j2", model, depth=depth,
                         shared=shared_context(r.traj, r.cfg, r.rubric, with_history=False),
                         per_call=per_call_text(numbers),
-                        images=[image_part(r.traj, n) for n in numbers])
+                        images=[image_part(r.traj, n, coarse=True) for n in numbers])
     return {row.screenshot: {s.criterion_id: s.score for s in row.scores} for row in reply.rows}
 
 

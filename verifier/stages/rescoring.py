@@ -8,12 +8,18 @@ reality-check call on them). Earned points are half points. Unmet conditional cr
 points are clamped to [0, max] in code. With V runs the process score is the (lower) median
 over runs and the median run's justifications become the result's table, or, with
 `rescoring_median="criterion"`, each criterion takes its own median (`per_criterion_median`).
+
+Reality notes cite the screenshots they rest on; a score that used a note's full-credit clause
+(`credit_basis="reality_note"`) while the note cites no screenshot shown in the call (`shown_numbers`: the
+final screenshots attached and those the evidence text describes) earns 0 for that criterion
+(`guards.reality_overrules`, recorded in `result.overruled`).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from ..guards import reality_overrules
 from ..judge.base import ImagePart
 from ..narrowing import for_call
 from ..rendering import fence, image_part
@@ -27,16 +33,23 @@ STAGE = "rescoring"
 RUN = "rescoring_run"
 
 
-def final_images(r: Run, hash_groups: dict[str, list[int]]) -> list[ImagePart]:
-    """The last `config.final_screenshots` distinct screenshots, in time order."""
+def _final(r: Run, hash_groups: dict[str, list[int]]) -> list[tuple[int, list[int]]]:
+    """(number shown, identical screenshots) of the last `config.final_screenshots` distinct ones."""
     if r.cfg.final_screenshots == 0 or not r.traj.screenshots:
         return []
-    by_hash = {h: nums for h, nums in hash_groups.items()}
-    latest = sorted(((max(nums), h) for h, nums in by_hash.items()), reverse=True)[: r.cfg.final_screenshots]
-    parts = []
-    for n, h in sorted(latest):
-        parts.append(image_part(r.traj, n, [m for m in by_hash[h] if m != n]))
-    return parts
+    latest = sorted(((max(nums), h) for h, nums in hash_groups.items()), reverse=True)[: r.cfg.final_screenshots]
+    return [(n, [m for m in hash_groups[h] if m != n]) for n, h in sorted(latest)]
+
+
+def final_images(r: Run, hash_groups: dict[str, list[int]]) -> list[ImagePart]:
+    """The last `config.final_screenshots` distinct screenshots, in time order."""
+    return [image_part(r.traj, n, same) for n, same in _final(r, hash_groups)]
+
+
+def shown_numbers(r: Run, hash_groups: dict[str, list[int]], evidence_numbers: Sequence[int]) -> set[int]:
+    """Screenshots shown to the rescoring and side-effect calls: the final ones attached (with their
+    identical copies) and those whose analysis the evidence text carries (`evidence_numbers`)."""
+    return {k for n, same in _final(r, hash_groups) for k in (n, *same)} | set(evidence_numbers)
 
 
 def per_call_text(rubric: Rubric, applicable: Sequence[str], not_applicable: Sequence[str],
@@ -63,10 +76,16 @@ def points(rubric: Rubric, applies: dict[str, bool], earned: dict[str, float]) -
             for c in rubric.criteria]
 
 
-def score_of(rubric: Rubric, applies: dict[str, bool], reply: Rescoring) -> tuple[float, dict[str, float]]:
-    """(eq.-1 score, clamped earned per criterion) of one rescoring run."""
-    earned = {i.criterion_id: clamp(i.earned, rubric.get(i.criterion_id).max_points) for i in reply.items}
-    return rubric_score(points(rubric, applies, earned)), earned
+def score_of(rubric: Rubric, applies: dict[str, bool], reply: Rescoring,
+             shown: set[int] | None = None) -> tuple[float, dict[str, float], list[str]]:
+    """(eq.-1 score, clamped earned per criterion, overrules recorded) of one rescoring run.
+
+    With `shown` (the screenshots the call saw), reality-note credit is checked
+    (`guards.reality_overrules`): an overruled criterion earns 0."""
+    over, records = reality_overrules(reply, shown) if shown is not None else (set(), [])
+    earned = {i.criterion_id: 0.0 if i.criterion_id in over else clamp(i.earned, rubric.get(i.criterion_id).max_points)
+              for i in reply.items}
+    return rubric_score(points(rubric, applies, earned)), earned, records
 
 
 def per_criterion_median(applicable: Sequence[str], runs: Sequence[Rescoring],

@@ -7,12 +7,17 @@ self-audit; `config.rubric_audit` adds a second, repairing audit call. The rubri
 the `StageCache` per (task, start URL, prompts, judge model), so a GRPO group writes it once.
 
 A failed audit degrades the rubric itself, so the reason is cached *with* the rubric and replayed
-into every rollout's `result.degraded`, not only the rollout whose call happened to run it.
+into every rollout's `result.degraded`, not only the rollout whose call happened to run it; the
+same holds for reply fields at their bound (`result.truncated`) and for the permission guard
+(`guards.check_permission`: a "granted" whose quote is not in the task is overruled here, once,
+and the cached rubric carries the corrected profile and the reason).
 """
 from __future__ import annotations
 
+from ..bounds import at_bound
 from ..cache import key_of
 from ..errors import JudgeError
+from ..guards import check_permission
 from ..prompts import prompt_info
 from ..rendering import SYSTEM_TEMPLATE, infos, render_rubric, shared_context
 from ..result import DegradedStage
@@ -33,21 +38,50 @@ def task_context(r: Run) -> str:
     return shared_context(r.traj, r.cfg, None, with_history=False)
 
 
-async def _generate(r: Run) -> tuple[Rubric, int, tuple[DegradedStage, ...]]:
-    """(rubric, round it finished in, degradations that belong to the rubric): the cached value."""
+Cached = tuple[Rubric, int, tuple[DegradedStage, ...], tuple[str, ...]]
+
+
+def _guarded(r: Run, rubric: Rubric) -> Rubric:
+    """The rubric with its permission profile checked against the task text."""
+    profile, why = check_permission(rubric.permission, r.traj.task.instruction)
+    return rubric.model_copy(update={"permission": profile, "permission_overruled": why}) if why else rubric
+
+
+def _checked(r: Run, draft: RubricDraft) -> Rubric:
+    return _guarded(r, Rubric.from_draft(draft))
+
+
+def provided(r: Run, given: Rubric) -> tuple[Rubric, int]:
+    """A provided rubric (`verify(rubric=...)`): no call, round 0, its criteria scored as given.
+
+    Its permission profile still goes through the permission guard. Whoever wrote the rubric
+    (a benchmark, a user, a case author), permission is a fact about the task text, and the
+    outcome rules read it (a stop at the critical point fails under "granted"), so a grant whose
+    quote the task does not contain is overruled and recorded exactly as a judge's would be.
+    """
+    rubric = _guarded(r, given)
+    if rubric is not given:
+        r.ledger.overruled.append(rubric.permission_overruled)
+    return rubric, 0
+
+
+async def _generate(r: Run) -> Cached:
+    """(rubric, round it finished in, degradations and reply fields at their bound that belong
+    to the rubric): the cached value."""
     ctx = task_context(r)
     draft = await r.ask(STAGE, "rubric.system.j2", RubricDraft, depth=1, shared=ctx,
                         per_call="Write the rubric for this task.")
-    rubric = Rubric.from_draft(draft)
+    rubric = _checked(r, draft)
+    cut = tuple(f"{STAGE}:{p}" for p in at_bound(draft))
     if not r.cfg.rubric_audit:
-        return rubric, 1, ()
+        return rubric, 1, (), cut
     try:
         audited = await r.ask(AUDIT, "rubric_audit.system.j2", RubricDraft, depth=2, shared=ctx,
                               per_call="## Draft rubric\n" + render_rubric(rubric)
                               + "\n\nReturn the audited rubric.")
     except JudgeError as exc:
-        return rubric, 2, (DegradedStage.of(AUDIT, exc),)
-    return Rubric.from_draft(audited), 2, ()
+        return rubric, 2, (DegradedStage.of(AUDIT, exc),), cut
+    return _checked(r, audited), 2, (), cut + tuple(f"{AUDIT}:{p}" for p in at_bound(audited))
 
 
 async def run(r: Run) -> tuple[Rubric, int]:
@@ -64,8 +98,11 @@ async def run(r: Run) -> tuple[Rubric, int]:
                  prompt_info("rubric_audit.system.j2").sha256,
                  judge_identity(r.judge))
     finished = r.cache.ready(STAGE, key)
-    (rubric, depth, degraded), hit = await r.cache.get_or_compute(STAGE, key, lambda: _generate(r))
+    (rubric, depth, degraded, cut), hit = await r.cache.get_or_compute(STAGE, key, lambda: _generate(r))
     r.ledger.degraded.extend(d.model_copy() for d in degraded)
+    r.ledger.truncated.extend(c for c in cut if c not in r.ledger.truncated)
+    if rubric.permission_overruled:
+        r.ledger.overruled.append(rubric.permission_overruled)
     if hit:
         r.ledger.hit(STAGE)
     return rubric, (0 if finished else depth)

@@ -25,6 +25,7 @@ KNOWN_FIELDS = {
     "process_success",
     "action_only_score",
     "hallucination_suspected",
+    "grounded",
     "rescoring_scores",
     "outcome_success",
     "outcome_votes",
@@ -50,9 +51,14 @@ KNOWN_FIELDS = {
     "unsupported_claims",
     "history",
     "truncations",
+    "permission_overruled",
+    "overruled",
+    "truncated",
 }
-#: Fields that say what the judge was shown and allowed (schema 1.2); listed in their own section.
-SHOWN_FIELDS = ("permission_profile", "history", "truncations", "unsupported_claims")
+#: Fields that say what the judge was shown and allowed (schema 1.2), and what code overruled or
+#: found cut in its replies (1.3); listed in their own section.
+SHOWN_FIELDS = ("permission_profile", "permission_overruled", "history", "truncations", "unsupported_claims",
+                "overruled", "truncated")
 KNOWN_CRITERION_FIELDS = {
     "id",
     "name",
@@ -223,6 +229,7 @@ def usage_view(res: dict) -> dict:
                         "cache_hits",
                         "failed_calls",
                         "prompt_tokens",
+                        "cached_prompt_tokens",
                         "completion_tokens",
                         "latency_s",
                         "round",
@@ -232,9 +239,25 @@ def usage_view(res: dict) -> dict:
         )
     totals = {
         k: num(u.get(k))
-        for k in ("calls", "prompt_tokens", "completion_tokens", "latency_s", "wall_s", "rounds")
+        for k in ("calls", "prompt_tokens", "cached_prompt_tokens", "completion_tokens", "latency_s", "wall_s",
+                  "rounds")
     }
     return {"totals": totals, "stages": stages}
+
+
+def other_verdicts_view(record: dict, trajectory: Any) -> dict:
+    """The agent's claim and the environment's score, from the record (or the trajectory): shown
+    beside the verifier's verdict, labelled as theirs."""
+    others = d(record.get("other_verdicts"))
+    if not others and trajectory is not None and hasattr(trajectory, "other_verdicts"):
+        others = trajectory.other_verdicts()
+    claim, env = d(others.get("agent_claim")), d(others.get("env_score"))
+    return {
+        "agent_claim": {"success": claim.get("success") if isinstance(claim.get("success"), bool) else None,
+                        "source": text(claim.get("source"))} if claim else None,
+        "env_score": {"score": num(env.get("score")), "success": env.get("success") is True,
+                      "source": text(env.get("source"))} if env else None,
+    }
 
 
 def rollout_view(
@@ -290,6 +313,7 @@ def rollout_view(
         "has_trajectory": trajectory is not None,
         "n_shots": len(shots_meta),
         "outcome": outcome,
+        **other_verdicts_view(record, trajectory),
         "votes": votes,
         "outcome_reasoning": text(res.get("outcome_reasoning")),
         "primary_intent": text(res.get("primary_intent")),
@@ -300,6 +324,7 @@ def rollout_view(
         "action_only": num(res.get("action_only_score")),
         "rescoring": [num(x) for x in lst(res.get("rescoring_scores"))],
         "hallucination": res.get("hallucination_suspected") is True,
+        "ungrounded": res.get("grounded") is False,  # action-only mode: no screenshots were judged
         "nitpicks": [text(x) for x in lst(res.get("nitpicks"))],
         "critical_issues": [text(x) for x in lst(res.get("critical_issues"))],
         "critical_point_violation": res.get("critical_point_violation") is True,
@@ -329,7 +354,7 @@ def rollout_view(
         ],
         "schema_version": text(res.get("schema_version")),
         "trajectory_id": text(res.get("trajectory_id")),
-        "shown": {k: pretty(res[k]) for k in SHOWN_FIELDS if res.get(k) not in (None, [], {})},
+        "shown": {k: pretty(res[k]) for k in SHOWN_FIELDS if res.get(k) not in (None, [], {}, "")},
         "trims": trims_view(res),
         "context_tokens": d(res.get("history")).get("context_tokens"),
         "extras": {k: pretty(v) for k, v in res.items() if k not in KNOWN_FIELDS},

@@ -1,0 +1,78 @@
+"""verl agent loop `cua_browser_agent`: a browser_env episode per sample, judged on its recording.
+
+verl's multi-turn machinery is reused as it is: this loop is its `ToolAgentLoop` (chat template
+with tools, Hermes tool-call parsing, response masks, images in tool turns) with the browser as
+the tool executor. Per sample (verl builds one agent-loop object per sample):
+
+1. the row's task (`extra_info.task_id`, or its instruction) starts a Chromium episode; the start
+   page's text (and, for a VLM policy, its thumbnail) joins the user turn;
+2. each tool call the policy makes is a browser action; its screenshot comes back as the tool
+   turn's image (thumbnail, `policy_max_side`), its page text as the tool turn's text;
+3. the episode ends on `answer`, the step budget, or the response budget; the recorded native
+   trajectory (full-size screenshots) goes in `extra_fields["trajectory"]`. verl hands an agent
+   loop's extra fields to the reward manager as `tool_extra_fields`, which merges them into
+   `extra_info`, so `reward.verl.compute_score` receives `extra_info["trajectory"]` and the
+   verifier judges the screenshots.
+
+Use: `actor_rollout_ref.rollout.agent.agent_loop_config_path=recipes/configs/verl_agent_loop.yaml`
+and a dataset whose `agent_name` column is `cua_browser_agent` (see recipes/verl_browser.sh).
+Importing this module registers the loop; it needs verl (>= 0.9) installed.
+"""
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+from typing import Any
+
+from verl.experimental.agent_loop.agent_loop import register
+from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLoop
+from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
+
+from .episode_runner import TOOL_SCHEMAS, ThreadedEpisode, task_id_of
+
+ENV_MAX_SIDE = "CUA_POLICY_MAX_SIDE"
+
+
+@register("cua_browser_agent")
+class BrowserAgentLoop(ToolAgentLoop):
+    """`ToolAgentLoop` whose tools are the actions of one browser episode (see module doc)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        schemas = [OpenAIFunctionToolSchema.model_validate(s) for s in TOOL_SCHEMAS]
+        self.tools = {s.function.name: SimpleNamespace(name=s.function.name, tool_schema=s) for s in schemas}
+        self.tool_schemas = [s.model_dump(exclude_unset=True, exclude_none=True) for s in schemas]
+        self.episode = ThreadedEpisode(policy_max_side=int(os.environ.get(ENV_MAX_SIDE, "512")))
+        self.sees_images = getattr(self.processor, "image_processor", None) is not None
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
+        try:
+            images, text = await self.episode.reset(task_id_of(kwargs))
+            messages = [dict(m) for m in kwargs["raw_prompt"]]
+            last = messages[-1]
+            content = last["content"] if isinstance(last["content"], list) else [
+                {"type": "text", "text": last["content"]}]
+            seen = [{"type": "image", "image": img} for img in images] if self.sees_images else []
+            last["content"] = [*content, *seen, {"type": "text", "text": text}]
+            output = await super().run(sampling_params, **{**kwargs, "raw_prompt": messages})
+            output.extra_fields["trajectory"] = await self.episode.trajectory()
+            return output
+        finally:
+            await self.episode.close()
+
+    async def _call_tool(self, tool_call: Any, tools_kwargs: dict[str, Any], agent_data: Any,
+                         ) -> tuple[ToolResponse, float, dict]:
+        import json
+
+        try:
+            args = json.loads(tool_call.arguments) if tool_call.arguments else {}
+        except (TypeError, ValueError) as exc:
+            return ToolResponse(text=f"invalid JSON arguments for {tool_call.name}: {exc}"), 0.0, {}
+        images, text = await self.episode.act(tool_call.name, args if isinstance(args, dict) else {})
+        if images and self.sees_images:
+            return ToolResponse(text=text, image=images), 0.0, {}
+        return ToolResponse(text=text), 0.0, {}  # a text policy: the screenshots go to the judge only
+
+    async def _handle_processing_tools_state(self, agent_data: Any) -> Any:
+        state = await super()._handle_processing_tools_state(agent_data)
+        return AgentState.TERMINATED if self.episode.done else state

@@ -1,0 +1,190 @@
+"""Memory and CPU of the reward service under a real-screenshot load, for the scale-out benchmark.
+
+Why a separate harness from `loadtest`: the question here is what the *service* costs (resident
+memory of all its processes, CPU seconds per verification), so the load must be cheap for the
+client (request bodies are serialised once, before the clock starts) and the service must run in
+its own process, watched from outside through /proc (psutil).
+
+`ProcessWatch` samples the RSS of a process and its children every `period_s`; `post_all` sends
+prepared JSON bodies with at most `clients` in flight, retrying 429/503 after Retry-After.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+
+def tree_rss(proc: psutil.Process) -> int:
+    """Resident bytes of `proc` and all its descendants (0 for those that vanished meanwhile)."""
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def tree_cpu(proc: psutil.Process) -> float:
+    """User + system CPU seconds of `proc` and its live descendants."""
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+@dataclass
+class ProcessWatch:
+    """Peak RSS of a process tree, sampled in a thread while a load runs."""
+
+    pid: int
+    period_s: float = 0.1
+    peak: int = 0
+    samples: list[tuple[float, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.proc = psutil.Process(self.pid)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            rss = tree_rss(self.proc)
+            self.peak = max(self.peak, rss)
+            self.samples.append((time.monotonic(), rss))
+            self._stop.wait(self.period_s)
+
+    def __enter__(self) -> ProcessWatch:  # noqa: PYI034
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def rss(self) -> int:
+        return tree_rss(self.proc)
+
+    def cpu(self) -> float:
+        return tree_cpu(self.proc)
+
+
+async def post_all(url: str, bodies: list[bytes], *, clients: int, timeout_s: float = 1800) -> dict[str, Any]:
+    """POST every body to `url` (at most `clients` at once); 429/503 retried after Retry-After."""
+    import httpx
+
+    sem = asyncio.Semaphore(clients)
+    counts = {"scored": 0, "failed": 0, "retried_429": 0, "retried_503": 0}
+    errors: set[str] = set()
+    latencies: list[float] = []
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+
+    async def one(client: httpx.AsyncClient, body: bytes) -> None:
+        async with sem:
+            t0 = time.perf_counter()
+            while True:
+                resp = await client.post(url, content=body, headers={"Content-Type": "application/json"})
+                if resp.status_code in (429, 503):
+                    counts[f"retried_{resp.status_code}"] += 1
+                    await asyncio.sleep(float(resp.headers.get("retry-after", "1")))
+                    continue
+                break
+            latencies.append(time.perf_counter() - t0)
+            if resp.status_code == 200:
+                counts["scored"] += 1
+            else:
+                counts["failed"] += 1
+                errors.add(f"{resp.status_code}: {resp.text[:160]}")
+
+    t0 = time.perf_counter()
+    async with httpx.AsyncClient(timeout=timeout_s, limits=limits) as client:
+        await asyncio.gather(*(one(client, b) for b in bodies))
+    wall = time.perf_counter() - t0
+    latencies.sort()
+    return {**counts, "wall_s": wall, "p50_s": latencies[len(latencies) // 2] if latencies else None,
+            "errors": sorted(errors)}
+
+
+def verify_body(trajectory: Any) -> bytes:
+    """The `/v1/verify` body of a Trajectory, as the TRL client would send it."""
+    return json.dumps({"trajectory": trajectory.model_dump(mode="json")}).encode()
+
+
+def machine_load() -> str:
+    """The 1/5/15-minute load averages and core count: every figure is stated with them."""
+    import os
+
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def start_service(judge_url: str, extra: list[str], *, env: dict[str, str] | None = None) -> tuple[Any, str]:
+    """`serve-reward` in its own process against `judge_url`; returns (Popen, service URL)."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    cfg = os.path.join(tempfile.mkdtemp(prefix="cua-bench-"), "cfg.json")
+    with open(cfg, "w") as fh:
+        json.dump({"judge": {"backoff_initial_s": 0.05, "backoff_jitter_s": 0.05, "timeout_s": 600}}, fh)
+    proc = subprocess.Popen([sys.executable, "-c", "from cua_verifier.cli import main; raise SystemExit(main())",
+                             "serve-reward", "--port", "0", "--judge-url", judge_url, "--model", "judge",
+                             "--config", cfg, *extra], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+    line = proc.stdout.readline() if proc.stdout else ""
+    if " at " not in line:
+        proc.kill()
+        raise RuntimeError(f"serve-reward did not start: {line!r}")
+    return proc, line.split(" at ", 1)[1].split()[0]
+
+
+def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, after_s: float,
+             service_args: list[str]) -> dict[str, Any]:
+    """One real-screenshot load against a fresh service; the figures (see the recipe)."""
+    from verifier.perf.run import start_latency_judge
+    from verifier.perf.shots import describe, source_pngs, trajectory
+
+    sources = source_pngs()
+    bodies = []
+    for k in range(n):
+        traj = trajectory(m, sources, run=f"r{k}")
+        traj.task.id = f"bench-task-{k // group}"
+        bodies.append(verify_body(traj))
+    judge = start_latency_judge(latency_s)
+    try:
+        proc, url = start_service(judge.url, service_args)
+        try:
+            watch = ProcessWatch(proc.pid)
+            time.sleep(1.0)
+            base_rss, cpu0 = watch.rss(), watch.cpu()
+            load_before = machine_load()
+            with watch:
+                figures = asyncio.run(post_all(url + "/v1/verify", bodies, clients=clients))
+                cpu = watch.cpu() - cpu0
+                end_rss = watch.rss()
+                time.sleep(after_s)
+                after_rss = watch.rss()
+        finally:
+            proc.terminate()
+            proc.wait(60)
+    finally:
+        judge.stop()
+    mb = 2**20
+    return {"shots": describe(sources), "m": m, "requests": n, "clients": clients,
+            "body_mb_each": round(sum(map(len, bodies)) / n / mb, 1), **figures,
+            "per_minute": round(60 * figures["scored"] / figures["wall_s"], 1),
+            "cpu_s_per_verification": round(cpu / max(1, figures["scored"]), 3),
+            "rss_mb": {"baseline": round(base_rss / mb), "peak": round(watch.peak / mb),
+                       "end_of_load": round(end_rss / mb), f"after_{after_s:g}s": round(after_rss / mb)},
+            "machine": {"before": load_before, "after": machine_load()}, "service_args": service_args}

@@ -1,0 +1,113 @@
+"""Memory bounded by bytes: admission by bytes in flight, bodies parsed once, images held once."""
+from __future__ import annotations
+
+import asyncio
+import base64
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+
+from service_helpers import LoopbackJudge, png, trajectory
+
+from serving.reward_service.budget import ByteBudget
+from serving.reward_service.config import ServiceConfig
+from verifier.judge.images import ImageEncoder
+from verifier.settings import RewardSettings
+from verifier.trajectory import Screenshot
+
+
+async def test_budget_waits_then_refuses_and_admits_an_oversize_request_alone():
+    b = ByteBudget(100, wait_s=0.2)
+    assert await b.acquire(60)
+    assert not await b.acquire(60)  # 120 > 100: waited 0.2 s, nothing freed
+    assert b.rejected == 1 and b.in_flight == 60
+    waiter = asyncio.ensure_future(b.acquire(60))
+    await asyncio.sleep(0.05)
+    assert not waiter.done() and b.waiting == 1
+    await b.release(60)
+    assert await waiter and b.in_flight == 60  # admitted as soon as the bytes freed
+    await b.release(60)
+    assert await b.acquire(500) and b.in_flight == 500  # bigger than the budget: alone, not starved
+    assert b.retry_after(10) >= 1
+
+
+def _body(traj) -> bytes:
+    import json
+
+    return json.dumps({"trajectory": traj.model_dump(mode="json")}).encode()
+
+
+async def test_service_answers_429_with_retry_after_when_bytes_in_flight_are_over_budget():
+    from serving.reward_service.app import create_app
+
+    with LoopbackJudge(latency_s=0.4) as judge:
+        settings = RewardSettings(judge={"base_urls": [judge.url], "model": "echo"})
+        body = _body(trajectory(1, shot=png((1, 2, 3), (300, 200))))
+        config = ServiceConfig(max_inflight_bytes=int(len(body) * 1.5), admission_wait_s=0.3)
+        app = create_app(settings, config)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
+                                     timeout=60) as client:
+            first, second = await asyncio.gather(
+                client.post("/v1/verify", content=body),
+                client.post("/v1/verify", content=_body(trajectory(2, shot=png((1, 2, 3), (300, 200))))))
+            codes = sorted([first.status_code, second.status_code])
+            assert codes == [200, 429], (first.text, second.text)
+            refused = first if first.status_code == 429 else second
+            assert int(refused.headers["retry-after"]) >= 1 and "max-inflight-mb" in refused.text
+            health = (await client.get("/health")).json()
+            assert health["bytes_in_flight"] == 0 and health["bytes_high_water"] == len(body)
+            again = await client.post("/v1/verify", content=body)  # bytes freed: admitted again
+            assert again.status_code == 200
+            bad = await client.post("/v1/verify", content=b"{not json")
+            assert bad.status_code == 422 and bad.json()["error"]["type"] == "invalid_request"
+            extra = await client.post("/v1/verify", content=b'{"trajectory": {}, "nope": 1}')
+            assert extra.status_code == 422 and "nope" in extra.text
+
+
+def test_a_data_url_goes_to_the_judge_as_its_own_text_and_its_decoded_copy_is_dropped(monkeypatch):
+    from serving.reward_service.core import parse_trajectory
+
+    data = png((9, 80, 200), (320, 200))
+    url = "data:image/png;base64," + base64.b64encode(data).decode()
+    record = trajectory(1).model_dump(mode="json")
+    record["screenshots"] = [{"step": 1, "timing": "after", "data_url": url}]
+    traj = parse_trajectory(record, None, where="t")
+    shot = traj.screenshots[0]
+    assert shot._raw is None and shot.known_sha256 and shot.size() == (320, 200)
+    encodes: list[bytes] = []
+    monkeypatch.setattr(base64, "b64encode", lambda b: encodes.append(b) or b"")
+    decodes: list[str] = []
+    real_decode = base64.b64decode
+    monkeypatch.setattr(base64, "b64decode", lambda s, **kw: decodes.append(s) or real_decode(s, **kw))
+    enc = ImageEncoder(max_side=1280).encode(shot)
+    assert enc.url == url and enc.passed_through and enc.nbytes == len(data)  # byte for byte
+    assert not encodes and not decodes and enc.sha256 == shot.sha256  # no decode, no re-encode
+    assert shot.data_url is enc.url  # the text is held once (the marked copy replaced the original)
+    monkeypatch.undo()
+    wrong = Screenshot.from_data_url("data:image/jpeg;base64," + base64.b64encode(data).decode(), step=1)
+    assert ImageEncoder().encode(wrong).url.startswith("data:image/png;base64,")  # label fixed, re-encoded
+
+
+def test_image_cache_is_bounded_in_bytes():
+    shots = [Screenshot.from_bytes(png((k, 0, 0), (200, 100)), step=k) for k in range(6)]
+    one = max(len(ImageEncoder().encode(s).url) for s in shots)
+    enc = ImageEncoder(cache_size=100, cache_bytes=int(one * 3.5))
+    for s in shots:
+        enc.encode(s)
+    assert len(enc._cache) == 3 and enc.cached_bytes <= enc.cache_bytes
+    assert enc.cached(shots[0].sha256) is None and enc.cached(shots[-1].sha256) is not None
+
+
+def test_allocator_settings_take_effect_on_glibc():
+    import platform
+
+    from serving.reward_service.memory import trim, tune_allocator
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc only")
+    assert tune_allocator()
+    blocks = [bytearray(512 * 1024) for _ in range(64)]
+    del blocks
+    trim()  # returns whether something was released; it must not fail either way

@@ -1,0 +1,36 @@
+"""What the suite needs from its surroundings, read in one place: where the shared real data lives
+and whether a missing prerequisite must fail here (CI) rather than skip (a laptop).
+
+`required_here()`: `CI` set to any true value (`true`, `1`, `yes`, any case: CI systems differ) or
+`CUA_REQUIRE_ENGINE=1` (tests/run_all.sh). `shared_data_dir()`: `$CUA_SHARED_DATA`, else
+`../shared/data` beside the checkout. Every test that skips on a missing prerequisite goes through
+`missing()`, so none of them can pass in CI by skipping.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA_ENV = "CUA_SHARED_DATA"
+
+
+def required_here(*extra: str) -> bool:
+    """Must missing prerequisites fail? `extra`: more variables that require it when set to 1."""
+    if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    return any(os.environ.get(name) == "1" for name in ("CUA_REQUIRE_ENGINE", *extra))
+
+
+def shared_data_dir() -> Path:
+    return Path(os.environ.get(SHARED_DATA_ENV) or REPO_ROOT.parent / "shared" / "data")
+
+
+def missing(msg: str, *extra: str) -> NoReturn:
+    """Fail when `required_here(*extra)`, else skip, with `msg` either way."""
+    if required_here(*extra):
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
