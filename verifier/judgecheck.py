@@ -22,6 +22,7 @@ from typing import Any, Literal
 from PIL import Image
 from pydantic import BaseModel
 
+from .bounds import limits_note
 from .budget import Budget, ContextOverflowError, Parts, reply_reserve
 from .config import VerifierConfig
 from .errors import ConfigError, JudgeError
@@ -106,6 +107,7 @@ def largest_call(facts: ServedModel, judge_cfg: JudgeConfig, cfg: VerifierConfig
         if cfg.final_screenshots and traj.screenshots else []
     images: list[ImagePart] = [image_part(traj, n) for n in nums]
     evidence = "## Screenshot evidence\n" + "  Screenshot 1: shows: a results page | claims vs pixels: ok\n" * 15
+    evidence += "\n\n" + limits_note(Rescoring)  # every call ends with its reply fields' limits (Run.ask)
     parts = Parts(system_prompt(None).text, shared_context(traj, cfg, None), JOB_HEADING + "\n" + "x" * 4000,
                   evidence, images)
     try:
