@@ -35,6 +35,13 @@ from verifier.errors import JudgeError, JudgeInvalidOutputError, JudgeTruncatedE
 from verifier.judge.base import Message, Reply, Sampling, Usage
 from verifier.judge.images import prepare_ahead, target_size
 from verifier.judge.schema import ReplyParseError, json_schema_for, parse_reply, reply_token_budget
+from verifier.judge.served import (
+    DEFAULT_IMAGE_LIMITS,
+    PRESET_LIMITS,
+    ByteBoundTokenizer,
+    EncodeTokenizer,
+    ServedModel,
+)
 from verifier.judge.wire import render_chat
 from verifier.trajectory import Screenshot
 
@@ -211,6 +218,23 @@ class InProcessJudge:
         except Exception as exc:  # engine died or failed mid-request
             raise JudgeUnavailableError(f"in-process engine failed: {type(exc).__name__}: {exc}",
                                         stage=stage, usage=usage) from exc
+
+    async def served_model(self) -> ServedModel:
+        """The context this engine was built with, for the run's budget (`verifier.budget`): text
+        counted by the engine's own tokenizer (a token per byte where it is not at hand)."""
+        preset = get_preset(self.config.preset)
+        tok = getattr(getattr(self.engine, "engine", None), "tokenizer", None)
+        return ServedModel(model=self.config.served_model_name, listed=True, server_kind="in-process",
+                           context_tokens=self.config.max_model_len or preset.max_model_len,
+                           context_source="config", preset=preset.name,
+                           image_limits=PRESET_LIMITS.get(preset.name, DEFAULT_IMAGE_LIMITS),
+                           tokenizer=EncodeTokenizer(tok) if callable(getattr(tok, "encode", None))
+                           else ByteBoundTokenizer(), tokenizer_source="engine")
+
+    def reply_budget(self, output_model: type[BaseModel], sampling: Sampling | None = None) -> int:
+        """The ``max_tokens`` a call of `output_model` asks for (what the budget reserves)."""
+        floor = (sampling or self.config.sampling).max_tokens
+        return reply_token_budget(json_schema_for(output_model), floor=floor, cap=self.config.max_tokens_cap)
 
     def prepare_images(self, screenshots: list[Screenshot]) -> int:
         """Decode `screenshots` ahead of the calls that show them (the pipeline calls this in a

@@ -26,6 +26,7 @@ import math
 import time
 from typing import Any
 
+from .budget import budget_for
 from .cache import StageCache
 from .config import VerifierConfig
 from .errors import JudgeError
@@ -35,6 +36,7 @@ from .rendering import fence, history_view, shared_context, truncations
 from .result import (
     CriterionResult,
     EvidenceRecord,
+    HistoryView,
     PenaltyResult,
     RelevanceResult,
     VerificationResult,
@@ -163,6 +165,7 @@ def _prepare_images(r: Run) -> None:
 async def _verify(r: Run, started_at: float) -> VerificationResult:
     trajectory, cfg = r.traj, r.cfg
     _prepare_images(r)
+    r.budget = await budget_for(r.judge)
     given = r.provided_rubric
     r.rubric, d0 = rubric.provided(r, given) if given is not None else await rubric.run(r)
     r.shared = shared_context(trajectory, cfg, r.rubric)
@@ -175,6 +178,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     d_ev = max(d_ev, d0 + 1)
     ev_by = evidence.by_criterion(found)
     ev_text = evidence.render(rb, ev_by)
+    r.evidence_text = (ev_text, evidence.render(rb, ev_by, lean=True))
 
     images = rescoring.final_images(r, hash_groups)
     shown = rescoring.shown_numbers(r, hash_groups, [n for evs in ev_by.values() for e in evs for n in e.screenshots])
@@ -228,7 +232,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         critical_point_violation=bool(effects and effects.violation), forced_failure=forced,
         permission_profile=rb.permission.model_dump(mode="json"), permission_overruled=rb.permission_overruled,
         overruled=ledger.overruled + (effects.rejected if effects else []), truncated=list(ledger.truncated),
-        unsupported_claims=effects.unsupported if effects else [], history=history_view(trajectory, cfg)[1],
+        unsupported_claims=effects.unsupported if effects else [], history=_history(r),
         criteria=table, penalties=penalties, side_effects_reasoning=effects.reasoning if effects else "",
         relevance=RelevanceResult(criteria=list(ids), matrix=relevance.full_matrix(known, hash_groups, ids, m),
                                   duplicates=[nums for nums in hash_groups.values() if len(nums) > 1]),
@@ -236,6 +240,13 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         truncations=truncations(trajectory, cfg),
         usage=usage, config=cfg.model_dump(mode="json"), models=sorted(ledger.models),
         prompts=sorted(ledger.prompts.values(), key=lambda p: p.id))
+
+
+def _history(r: Run) -> HistoryView:
+    """The most compressed history any call was sent, the context and every call shrunk to fit it."""
+    view = history_view(r.traj, r.cfg, r.history_cut)[1]
+    return view.model_copy(update={"context_tokens": r.budget.context if r.budget else None,
+                                   "trims": sorted(r.trims.values(), key=lambda t: (t.stage, t.cuts))})
 
 
 async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None,

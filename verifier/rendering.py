@@ -77,15 +77,39 @@ def render_step(step: Any, cfg: VerifierConfig, *, thought_chars: int | None = N
 _LEVELS: tuple[tuple[int | None, int | None, str, str], ...] = (
     (None, None, "full", "full"), (160, None, "shortened", "full"), (0, None, "omitted", "full"),
     (0, 60, "omitted", "shortened"))
+#: Steps whose thoughts stay (shortened) when older thoughts are left out (`cut=2`).
+RECENT_THOUGHTS = 10
+#: `cut` -> the first level the token budget forces (`verifier.budget` steps 1-2); the char
+#: budget may compress further from there. Level "older" sits between "shortened" and "omitted".
+_CUT_START = {0: 0, 1: 1, 2: "older", 3: 3}
 
 
-def history_view(traj: Trajectory, cfg: VerifierConfig) -> tuple[str, HistoryView]:
-    """(history text, how it was rendered). Never drops a step: see `HistoryView`."""
+def _render_older(traj: Trajectory, cfg: VerifierConfig) -> str:
+    """Older steps without thoughts, the last `RECENT_THOUGHTS` with shortened ones."""
+    first_recent = len(traj.steps) - RECENT_THOUGHTS
+    short = min(160, cfg.max_thought_chars)
+    return "\n".join(render_step(s, cfg, thought_chars=short if i >= first_recent else 0)
+                     for i, s in enumerate(traj.steps))
+
+
+def history_view(traj: Trajectory, cfg: VerifierConfig, cut: int = 0) -> tuple[str, HistoryView]:
+    """(history text, how it was rendered). Never drops a step: see `HistoryView`.
+
+    `cut` forces at least that much compression (the token budget's steps, `verifier.budget`):
+    1 shortens every thought, 2 leaves older thoughts out, 3 leaves all out and shortens arguments."""
     budget = cfg.max_history_chars
     if not traj.steps:
         text = "(the agent took no actions)"
         return text, HistoryView(steps=0, chars=len(text), budget=budget)
-    for thoughts, args, t_state, a_state in _LEVELS:
+    start = _CUT_START[cut]
+    if start == "older":
+        text = _render_older(traj, cfg)
+        if len(text) <= budget:
+            return text, HistoryView(steps=len(traj.steps), chars=len(text), budget=budget,
+                                     thoughts="older_omitted")
+        start = 2
+    assert isinstance(start, int)
+    for thoughts, args, t_state, a_state in _LEVELS[start:]:
         if thoughts is not None:
             thoughts = min(thoughts, cfg.max_thought_chars)  # compression never lengthens a thought
         if args is not None:
@@ -108,6 +132,8 @@ def history_note(view: HistoryView) -> str:
     if not view.compressed:
         return ""
     done = {"shortened": "the agent's thoughts are shortened", "omitted": "the agent's thoughts are left out",
+            "older_omitted": f"the agent's thoughts are left out except the last {RECENT_THOUGHTS} steps' "
+                             "(shortened)",
             "full": "the agent's thoughts are complete"}[view.thoughts]
     if view.arguments == "shortened":
         done += " and long arguments and URLs are shortened"
@@ -198,13 +224,14 @@ def _system_prompt(profile_json: str | None) -> RenderedPrompt:
 
 
 def shared_context(traj: Trajectory, cfg: VerifierConfig, rubric: Rubric | None, *,
-                   with_history: bool = True) -> str:
-    """The block every call of a trajectory starts with (byte-identical across stages).
+                   with_history: bool = True, cut: int = 0) -> str:
+    """The block every call of a trajectory starts with (byte-identical across stages; `cut`:
+    the history compression a call's token budget forced, see `history_view`).
 
     With the history it also carries the run date (`guards.run_date_line`): "latest", "upcoming"
     and "this Sunday" cannot be judged without it, and as part of this block it is the same bytes
     in every call of the verification, so the prefix cache still serves it."""
-    text, view = history_view(traj, cfg) if with_history else ("", None)
+    text, view = history_view(traj, cfg, cut) if with_history else ("", None)
     return render("context.user.j2", task=traj.task.instruction, start_url=traj.task.start_url,
                   rubric=render_rubric(rubric) if rubric is not None else None,
                   history=fence(text, "action history") if with_history else None,

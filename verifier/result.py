@@ -139,6 +139,21 @@ class StageUsage(BaseModel):
     """Deepest DAG round a call of this stage ran in (1 = first sequential round)."""
 
 
+class CallTrim(BaseModel):
+    """Calls of one stage shrunk the same way to fit the judge's context (`verifier.budget`)."""
+
+    stage: str
+    calls: int = 0
+    cuts: list[str] = Field(default_factory=list)
+    """Shrink steps applied, in order (`verifier.budget.STEPS`)."""
+    screenshots_dropped: int = 0
+    """Final screenshots left out of the largest such call (the last one is always sent)."""
+    tokens_before: int = 0
+    """Estimated prompt tokens of the largest such call as built..."""
+    tokens_after: int = 0
+    """...and as sent (the estimate, before the reply budget)."""
+
+
 class HistoryView(BaseModel):
     """How the action history was shown to the judge (issue 9, H1: a long history is never cut silently).
 
@@ -150,9 +165,14 @@ class HistoryView(BaseModel):
     steps: int = 0
     chars: int = 0
     budget: int = 0
-    thoughts: Literal["full", "shortened", "omitted"] = "full"
+    thoughts: Literal["full", "shortened", "older_omitted", "omitted"] = "full"
     arguments: Literal["full", "shortened"] = "full"
     over_budget: bool = False
+    context_tokens: int | None = None
+    """The judge's context the calls were budgeted against (None: unknown, not budgeted)."""
+    trims: list[CallTrim] = Field(default_factory=list)
+    """Calls shrunk to fit that context (issue 24), per stage and set of steps; empty when every
+    call fitted as built. The view above is the most compressed history any call was sent."""
 
     @property
     def compressed(self) -> bool:

@@ -54,6 +54,9 @@ def check_judge(judge: Any, *, timeout_s: float = HEALTH_TIMEOUT_S) -> None:
             "new file (or set CUA_JUDGE_URL / --judge-url)")
     for url, why in bad.items():
         print(f"warning: judge endpoint {url} is not answering ({why}); using the others", file=sys.stderr)
+    from verifier.judgecheck import refuse_doomed_run
+
+    refuse_doomed_run(judge)  # a model the server does not serve: ConfigError now, not N unscored records
 
 
 def _probe(base_url: str, api_key: str, timeout_s: float) -> str | None:

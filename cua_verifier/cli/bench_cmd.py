@@ -166,7 +166,7 @@ async def _score(args: argparse.Namespace) -> int:
 
         check_judge(judge)  # before downloading or reading the split
         tasks = load_split(args.split, data_dir=args.data_dir, revision=revision)
-    except (JudgeUnavailableError, FileNotFoundError) as exc:
+    except (ConfigError, JudgeUnavailableError, FileNotFoundError) as exc:
         await judge.aclose()
         hint = " (put the dataset's parquet files there, or use --hub)" if isinstance(exc, FileNotFoundError) else ""
         print(f"error: {exc}{hint}", file=sys.stderr)

@@ -46,7 +46,7 @@ def _judge(args: argparse.Namespace, demo: Any) -> Any:
     overrides: dict[str, Any] = dict(args.settings.get("judge") or {})
     if demo is not None:  # the demo's own key; random weights fill every string: room for replies, small images
         overrides.update(base_urls=[demo.base_url], model=demo.model, api_key_env=demo.api_key_env,
-                         sampling=Sampling(max_tokens=8192), image_max_side=224)
+                         sampling=Sampling(max_tokens=8192), image_max_side=224, preset="cpu-tiny")
     config = JudgeConfig.from_env(**overrides)
     args.judge_model = config.model
     return make_judge(config)

@@ -85,7 +85,7 @@ def build_judge(args: argparse.Namespace) -> Any:
 
     overrides: dict[str, Any] = dict((getattr(args, "settings", None) or {}).get("judge") or {})
     if getattr(args, "demo_judge", False):  # a random-weight model fills every bounded string: give its replies room, keep images small
-        overrides.update(sampling=Sampling(max_tokens=8192), image_max_side=224)
+        overrides.update(sampling=Sampling(max_tokens=8192), image_max_side=224, preset="cpu-tiny")
     if key_env := getattr(args, "judge_api_key_env", None):  # the demo judge's own key, never the user's
         overrides["api_key_env"] = key_env
     from ._preflight import check_judge

@@ -52,6 +52,12 @@ class SpyJudge:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
+    def __getattr__(self, name: str):
+        """The inner judge's other faces (`served_model`, `reply_budget`, `config`): the budget reads them."""
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
     def stages(self) -> set[str]:
         return {c.stage for c in self.calls}
 

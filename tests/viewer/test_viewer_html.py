@@ -287,3 +287,20 @@ def test_what_the_judge_was_shown_has_its_own_section(tmp_path):
         assert key in section
     assert "&lt;b&gt;don" in section and "<b>don" not in html
     assert "Other fields" not in html
+
+
+def test_calls_cut_to_fit_the_context_are_listed(tmp_path):
+    """Issue 24: what the budget cut, per stage and in order, is a table on the rollout page."""
+    trims = [{"stage": "rescoring", "calls": 1, "cuts": ["compress_thoughts", "fewer_screenshots"],
+              "screenshots_dropped": 1, "tokens_before": 41000, "tokens_after": 23000},
+             {"stage": "<i>evidence</i>", "calls": 12, "cuts": ["compress_thoughts"], "tokens_before": 30000,
+              "tokens_after": 20000}]
+    res = {"trajectory_id": "s", "task_id": "s", "outcome_success": True,
+           "history": {"steps": 150, "thoughts": "shortened", "context_tokens": 32768, "trims": trims}}
+    results = tmp_path / "r.jsonl"
+    results.write_text(json.dumps({"id": "s#0", "status": "scored", "result": res}) + "\n")
+    stats = build_site(results, tmp_path / "site")
+    html = page_of(tmp_path / "site", stats, "s#0")
+    table = html.split('id="trims"', 1)[1].split("</table>", 1)[0]
+    assert "32768 tokens" in table and "compress_thoughts, fewer_screenshots" in table
+    assert "41000" in table and "23000" in table and "&lt;i&gt;evidence" in table and "<i>evidence" not in html

@@ -126,6 +126,18 @@ class JudgeConfig(BaseModel):
     fills every bounded field, and the largest stage replies (rubric, evidence) exceed 2048 tokens.
     Set it at or below ``sampling.max_tokens`` to always send the configured value."""
 
+    context_tokens: int | None = Field(default=None, ge=1024)
+    """The judge's context length in tokens, for servers that do not report it (vLLM's
+    ``/v1/models`` does: ``max_model_len``). Every call is budgeted against it before it is sent
+    (`verifier.budget`); None with no report and no ``preset``: calls are not budgeted."""
+    preset: str | None = None
+    """The ``serve-judge`` preset the server was started with (e.g. ``qwen2.5-vl-7b``): its
+    per-image pixel limit sizes each screenshot's tokens, and its context stands in when the
+    server reports none. None: the Qwen2.5-VL image limits (at most 1282 tokens an image)."""
+    chars_per_token: float = Field(default=2.5, gt=0.5, le=8.0)
+    """Characters per token assumed for text when the server has no ``/tokenize`` endpoint
+    (conservative: BPE tokenizers average 3.5-4.5 on English)."""
+
     @field_validator("base_urls")
     @classmethod
     def _normalise_urls(cls, urls: list[str]) -> list[str]:

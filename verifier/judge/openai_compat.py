@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import threading
 from typing import Any, TypeVar
 
 import openai
@@ -69,6 +70,7 @@ from .schema import (
     schema_instructions,
     schema_name,
 )
+from .served import ServedModel, discover_for
 from .wire import render_chat, url_part
 
 log = logging.getLogger("cua_verifier.judge")
@@ -98,6 +100,8 @@ class OpenAICompatJudge:
             cache_bytes=int(config.image_cache_mb * 2**20), media_dir=config.image_media_dir)
         self.cache = ResponseCache(config.cache_dir) if config.cache_dir else None
         self._pool = EndpointPool(config)
+        self._served: ServedModel | None = None
+        self._served_lock = threading.Lock()
 
     def __repr__(self) -> str:  # the API key is never part of this object's state
         return f"OpenAICompatJudge(model={self.config.model!r}, base_urls={self.config.base_urls!r})"
@@ -142,6 +146,24 @@ class OpenAICompatJudge:
         if key is not None and self.cache is not None:
             self.cache.put(key, reply.raw, reply.model)
         return reply
+
+    async def served_model(self) -> ServedModel:
+        """What the server serves (context, tokenizer; `verifier.judge.served`), asked once per
+        judge: every call is budgeted against it before it is sent (`verifier.budget`)."""
+        if self._served is None:
+            await asyncio.to_thread(self._discover_once)
+        assert self._served is not None
+        return self._served
+
+    def _discover_once(self) -> None:
+        with self._served_lock:  # a thread lock: this judge is shared across event loops
+            if self._served is None:
+                self._served = discover_for(self.config)
+
+    def reply_budget(self, output_model: type[BaseModel], sampling: Sampling | None = None) -> int:
+        """The ``max_completion_tokens`` a call of `output_model` asks for (what the budget reserves)."""
+        floor = (sampling or self.config.sampling).max_tokens
+        return reply_token_budget(json_schema_for(output_model), floor=floor, cap=self.config.max_tokens_cap)
 
     def prepare_images(self, screenshots: list[Screenshot]) -> int:
         """Hash and encode `screenshots` ahead of the calls that send them; returns how many were

@@ -16,23 +16,29 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from ..bounds import at_bound, limits_note
+from ..budget import Budget, Parts, reply_reserve
 from ..cache import StageCache
 from ..config import VerifierConfig
 from ..errors import JudgeError
 from ..judge.base import ImagePart, Judge, Sampling, Usage
+from ..judge.schema import json_schema_for, reply_token_budget
+from ..prompts import PromptInfo, render
+from ..rendering import JOB_HEADING, SYSTEM_TEMPLATE, infos, messages, shared_context, system_prompt
+from ..result import CallTrim, DegradedStage, StageUsage, UsageSummary
+from ..schemas import Rubric
+from ..trajectory import Trajectory
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def _with_limits(per_call: str, limits: str) -> str:
+    return f"{per_call}\n\n{limits}" if per_call and limits else per_call or limits
 
 
 def _known_sum(values: Iterable[int | None]) -> int | None:
     """Sum of the counts a server reported; None when it reported none of them."""
     known = [v for v in values if v is not None]
     return sum(known) if known else None
-from ..prompts import PromptInfo, render
-from ..rendering import SYSTEM_TEMPLATE, infos, messages, system_prompt
-from ..result import DegradedStage, StageUsage, UsageSummary
-from ..schemas import Rubric
-from ..trajectory import Trajectory
-
-T = TypeVar("T", bound=BaseModel)
 
 
 @dataclass
@@ -109,6 +115,55 @@ class Run:
     provided_rubric: Rubric | None = None  # scored as given: no rubric call (verify(rubric=...))
     shared: str = ""  # shared prompt prefix (task, rubric, history, final answer)
     background: list[asyncio.Task] = field(default_factory=list)
+    budget: Budget | None = None  # the judge's context (verifier.budget); None: not enforced
+    evidence_text: tuple[str, str] = ("", "")  # (evidence as rendered, repeated text given once)
+    history_cut: int = 0  # the most compressed history a call was sent (for result.history)
+    trims: dict[tuple[str, tuple[str, ...]], CallTrim] = field(default_factory=dict)
+    _shared_at: dict[int, str] = field(default_factory=dict)
+
+    def shared_at(self, cut: int) -> str:
+        """The shared context with the history compressed to `cut` (rendered once per level)."""
+        if cut not in self._shared_at:
+            self._shared_at[cut] = shared_context(self.traj, self.cfg, self.rubric, cut=cut)
+        return self._shared_at[cut]
+
+    def reserve(self, output_model: type[BaseModel], sampling: Sampling | None) -> int:
+        """Room kept for the reply (`budget.reply_reserve`) of the max_tokens the judge will ask for."""
+        sizing = getattr(self.judge, "reply_budget", None)
+        if callable(sizing):
+            asked = int(sizing(output_model, sampling))
+        else:
+            floor = (sampling or Sampling()).max_tokens
+            asked = reply_token_budget(json_schema_for(output_model), floor=floor, cap=max(floor, 8192))
+        return reply_reserve(output_model, asked)
+
+    async def fit(self, stage: str, system: str, shared: str, instructions: str, per_call: str,
+                  images: list[ImagePart], output_model: type[BaseModel], sampling: Sampling | None, *,
+                  own_shared: bool, lean_per_call: str | None, images_droppable: bool,
+                  splittable: bool) -> tuple[str, str, list[ImagePart]]:
+        """Budget one call (`verifier.budget`): the parts to send, shrunk if needed; records cuts."""
+        if self.budget is None:
+            return shared, per_call, images
+        parts = Parts(system, shared, f"{JOB_HEADING}\n{instructions}" if instructions else "", per_call, images)
+        shared_at = None if own_shared else self.shared_at
+        got = await asyncio.to_thread(
+            self.budget.fit, parts, reserve=self.reserve(output_model, sampling), stage=stage,
+            shared_at=shared_at, lean_per_call=lean_per_call, images_droppable=images_droppable,
+            splittable=splittable)
+        if got.cuts:
+            self.record_trim(stage, got.cuts, got.tokens_before, got.tokens_after, got.dropped_images)
+            self.history_cut = max(self.history_cut, got.history_cut)
+        per_call = got.parts.per_call
+        if got.dropped_images:  # the stage's text counts the screenshots that follow
+            n = len(images)
+            per_call = per_call.replace(f"final {n} distinct", f"final {n - got.dropped_images} distinct")
+        return got.parts.shared, per_call, got.parts.images
+
+    def record_trim(self, stage: str, cuts: list[str], before: int = 0, after: int = 0, dropped: int = 0) -> None:
+        t = self.trims.setdefault((stage, tuple(cuts)), CallTrim(stage=stage, cuts=list(cuts)))
+        t.calls += 1
+        t.tokens_before, t.tokens_after = max(t.tokens_before, before), max(t.tokens_after, after)
+        t.screenshots_dropped = max(t.screenshots_dropped, dropped)
 
     def spawn(self, coro: Any) -> asyncio.Task:
         """Start a concurrent stage call; `verify` cancels whatever is left if the run fails."""
@@ -118,17 +173,32 @@ class Run:
 
     async def ask(self, stage: str, template: str, output_model: type[T], *, depth: int,
                   per_call: str = "", images: Iterable[ImagePart] = (), shared: str | None = None,
-                  sampling: Sampling | None = None, variables: dict[str, Any] | None = None) -> T:
+                  sampling: Sampling | None = None, variables: dict[str, Any] | None = None,
+                  lean_per_call: str | None = None, images_droppable: bool = False,
+                  splittable: bool = False) -> T:
         """One judge call. `template` is the stage's instructions (`prompts/<template>`), placed after
-        the shared system prompt and context so that they do not break the shared prefix."""
+        the shared system prompt and context so that they do not break the shared prefix.
+
+        Budgeted first against the judge's context (`fit`): `lean_per_call` is `per_call` with repeated
+        evidence given once, `images_droppable` lets earlier final screenshots go (the last stays),
+        `splittable` lets the stage split the call on `SplitNeeded`. Raises `ContextOverflowError`
+        (a `JudgeError`) instead of sending a call that cannot fit."""
         instructions = render(template, **(variables or {}))
         self.ledger.add_prompts(SYSTEM_TEMPLATE)
         self.ledger.add_prompts(template)
         self.ledger.add_prompts("context.user.j2")
-        limits = limits_note(output_model)  # the judge is told every text field's limit
-        per_call = f"{per_call}\n\n{limits}" if per_call and limits else per_call or limits
-        msgs = messages(system_prompt(self.rubric), self.shared if shared is None else shared,
-                        instructions.text, per_call, images)
+        system = system_prompt(self.rubric)
+        full_ev, lean_ev = self.evidence_text
+        if lean_per_call is None and full_ev and full_ev != lean_ev and full_ev in per_call:
+            lean_per_call = per_call.replace(full_ev, lean_ev)  # budget step 3, for every stage that quotes it
+        limits = limits_note(output_model)  # the judge is told every text field's limit; budgeted with the rest
+        per_call = _with_limits(per_call, limits)
+        lean_per_call = None if lean_per_call is None else _with_limits(lean_per_call, limits)
+        ctx, per_call, shown = await self.fit(
+            stage, system.text, self.shared if shared is None else shared, instructions.text, per_call,
+            list(images), output_model, sampling, own_shared=shared is not None or not self.shared,
+            lean_per_call=lean_per_call, images_droppable=images_droppable, splittable=splittable)
+        msgs = messages(system, ctx, instructions.text, per_call, shown)
         try:
             reply = await self.judge.complete(msgs, output_model, stage=stage, sampling=sampling)
         except JudgeError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..budget import SplitNeeded, halves
 from ..narrowing import for_call
 from ..rendering import fence, image_part
 from ..schemas import EvidenceBatch, EvidenceItem, Rubric
@@ -38,11 +39,21 @@ def per_call_text(r: Run, number: int, cids: Sequence[str]) -> str:
 
 
 async def analyse(r: Run, number: int, cids: Sequence[str], same_as: Sequence[int], depth: int) -> list[Evidence]:
-    """Analyse screenshot `number` for `cids`; `same_as` lists identical screenshots."""
+    """Analyse screenshot `number` for `cids`; `same_as` lists identical screenshots.
+
+    A call too long for the judge's context splits its criteria in two (budget step 5: each half
+    asks for a smaller reply); one criterion that still does not fit raises `ContextOverflowError`."""
     model = for_call(EvidenceBatch, tuple(cids))
-    reply = await r.ask(STAGE, "evidence.system.j2", model, depth=depth,
-                        per_call=per_call_text(r, number, cids),
-                        images=[image_part(r.traj, number, same_as)])
+    try:
+        reply = await r.ask(STAGE, "evidence.system.j2", model, depth=depth,
+                            per_call=per_call_text(r, number, cids),
+                            images=[image_part(r.traj, number, same_as)], splittable=len(cids) > 1)
+    except SplitNeeded:
+        r.record_trim(STAGE, ["split_batch"])
+        found: list[Evidence] = []
+        for half in halves(cids):
+            found.extend(await analyse(r, number, half, same_as, depth))
+        return found
     shots = tuple(sorted({number, *same_as}))
     return [Evidence(shots, item) for item in reply.items]
 
@@ -55,9 +66,15 @@ def by_criterion(found: Sequence[Evidence]) -> dict[str, list[Evidence]]:
     return out
 
 
-def render(rubric: Rubric, evidence: dict[str, list[Evidence]], cids: Sequence[str] | None = None) -> str:
-    """Fenced text of the evidence per criterion, in time order (stable bytes for prefix caching)."""
+def render(rubric: Rubric, evidence: dict[str, list[Evidence]], cids: Sequence[str] | None = None, *,
+           lean: bool = False) -> str:
+    """Fenced text of the evidence per criterion, in time order (stable bytes for prefix caching).
+
+    `lean` (budget step 3): a screenshot's description is given under the first criterion it
+    was analysed for and referred to under the others (the claims check and discrepancies,
+    which are per criterion, stay)."""
     blocks = []
+    seen: dict[tuple[int, ...], str] = {}
     for c in rubric.criteria:
         if cids is not None and c.id not in cids:
             continue
@@ -69,7 +86,11 @@ def render(rubric: Rubric, evidence: dict[str, list[Evidence]], cids: Sequence[s
         for ev in items:
             i = ev.item
             nums = ", ".join(map(str, ev.screenshots))
-            line = f"  Screenshot {nums}: shows: {i.visible} | claims vs pixels: {i.claims_check}"
+            shows = i.visible
+            first = seen.setdefault(ev.screenshots, c.id)
+            if lean and first != c.id:
+                shows = f"(as described under [{first}])"
+            line = f"  Screenshot {nums}: shows: {shows} | claims vs pixels: {i.claims_check}"
             if i.discrepancies:
                 line += f" | discrepancies: {i.discrepancies}"
             if i.blocker_visible:

@@ -23,7 +23,7 @@ STAGE = "outcome"
 async def vote(r: Run, per_call: str, images: list[ImagePart], depth: int, i: int) -> Outcome:
     assert r.rubric is not None
     return await r.ask(STAGE, "outcome.system.j2", Outcome, depth=depth, per_call=per_call,
-                       images=images, sampling=r.vote_sampling(i))
+                       images=images, sampling=r.vote_sampling(i), images_droppable=True)
 
 
 def per_call_text(scores_text: str, evidence_text: str, n_images: int) -> str:

@@ -68,7 +68,7 @@ async def run_once(r: Run, applicable: tuple[str, ...], per_call: str, images: l
                    depth: int, vote: int) -> Rescoring:
     model = for_call(Rescoring, applicable)
     return await r.ask(STAGE, "rescoring.system.j2", model, depth=depth, per_call=per_call,
-                       images=images, sampling=r.vote_sampling(vote))
+                       images=images, sampling=r.vote_sampling(vote), images_droppable=True)
 
 
 def points(rubric: Rubric, applies: dict[str, bool], earned: dict[str, float]) -> list[CriterionPoints]:

@@ -115,6 +115,15 @@ def index_row(record: dict, href: str) -> dict:
 
 
 # ---- rollout page -------------------------------------------------------------------------------
+def trims_view(res: dict) -> list[dict]:
+    """Calls shrunk to fit the judge's context (issue 24): stage, steps applied, tokens before/after."""
+    return [{"stage": text(d(t).get("stage")), "calls": int(num(d(t).get("calls")) or 0),
+             "cuts": [text(c) for c in lst(d(t).get("cuts"))],
+             "dropped": int(num(d(t).get("screenshots_dropped")) or 0),
+             "before": int(num(d(t).get("tokens_before")) or 0), "after": int(num(d(t).get("tokens_after")) or 0)}
+            for t in lst(d(res.get("history")).get("trims"))]
+
+
 def shot_view(n: int, images: dict[int, StoredImage], shots_meta: dict[int, str], prefix: str) -> dict:
     img = images.get(n)
     return {
@@ -346,6 +355,8 @@ def rollout_view(
         "schema_version": text(res.get("schema_version")),
         "trajectory_id": text(res.get("trajectory_id")),
         "shown": {k: pretty(res[k]) for k in SHOWN_FIELDS if res.get(k) not in (None, [], {}, "")},
+        "trims": trims_view(res),
+        "context_tokens": d(res.get("history")).get("context_tokens"),
         "extras": {k: pretty(v) for k, v in res.items() if k not in KNOWN_FIELDS},
         "notes": list(notes or []),
     }
