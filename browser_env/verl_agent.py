@@ -20,7 +20,6 @@ Importing this module registers the loop; it needs verl (>= 0.9) installed.
 """
 from __future__ import annotations
 
-import os
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,9 +27,7 @@ from verl.experimental.agent_loop.agent_loop import register
 from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLoop
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
-from .episode_runner import TOOL_SCHEMAS, ThreadedEpisode, task_id_of
-
-ENV_MAX_SIDE = "CUA_POLICY_MAX_SIDE"
+from .episode_runner import TOOL_SCHEMAS, ThreadedEpisode, policy_max_side, task_id_of, with_page
 
 
 @register("cua_browser_agent")
@@ -42,18 +39,13 @@ class BrowserAgentLoop(ToolAgentLoop):
         schemas = [OpenAIFunctionToolSchema.model_validate(s) for s in TOOL_SCHEMAS]
         self.tools = {s.function.name: SimpleNamespace(name=s.function.name, tool_schema=s) for s in schemas}
         self.tool_schemas = [s.model_dump(exclude_unset=True, exclude_none=True) for s in schemas]
-        self.episode = ThreadedEpisode(policy_max_side=int(os.environ.get(ENV_MAX_SIDE, "512")))
+        self.episode = ThreadedEpisode(policy_max_side=policy_max_side())
         self.sees_images = getattr(self.processor, "image_processor", None) is not None
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
         try:
             images, text = await self.episode.reset(task_id_of(kwargs))
-            messages = [dict(m) for m in kwargs["raw_prompt"]]
-            last = messages[-1]
-            content = last["content"] if isinstance(last["content"], list) else [
-                {"type": "text", "text": last["content"]}]
-            seen = [{"type": "image", "image": img} for img in images] if self.sees_images else []
-            last["content"] = [*content, *seen, {"type": "text", "text": text}]
+            messages = with_page(kwargs["raw_prompt"], images, text, sees_images=self.sees_images)
             output = await super().run(sampling_params, **{**kwargs, "raw_prompt": messages})
             output.extra_fields["trajectory"] = await self.episode.trajectory()
             return output
