@@ -5,7 +5,9 @@ with tools, Hermes tool-call parsing, response masks, images in tool turns) with
 the tool executor. Per sample (verl builds one agent-loop object per sample):
 
 1. the row's task (`extra_info.task_id`, or its instruction) starts a Chromium episode; the start
-   page's text (and, for a VLM policy, its thumbnail) joins the user turn;
+   page's text (and, for a VLM policy, its thumbnail) joins the user turn. That thumbnail reaches
+   the rollout server as it is, like a tool turn's image, so a VLM run needs no `qwen_vl_utils`
+   (and torchvision) unless the rows bring images of their own;
 2. each tool call the policy makes is a browser action; its screenshot comes back as the tool
    turn's image (thumbnail, `policy_max_side`), its page text as the tool turn's text;
 3. the episode ends on `answer`, the step budget, or the response budget; the recorded native
@@ -41,16 +43,29 @@ class BrowserAgentLoop(ToolAgentLoop):
         self.tool_schemas = [s.model_dump(exclude_unset=True, exclude_none=True) for s in schemas]
         self.episode = ThreadedEpisode(policy_max_side=policy_max_side())
         self.sees_images = getattr(self.processor, "image_processor", None) is not None
+        self._start_images: list[Any] | None = None
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
         try:
             images, text = await self.episode.reset(task_id_of(kwargs))
+            row_has_images = any(isinstance(m.get("content"), list) and any(
+                isinstance(p, dict) and p.get("type") in ("image", "video") for p in m["content"])
+                for m in kwargs["raw_prompt"])
+            self._start_images = None if row_has_images else (images if self.sees_images else [])
             messages = with_page(kwargs["raw_prompt"], images, text, sees_images=self.sees_images)
             output = await super().run(sampling_params, **{**kwargs, "raw_prompt": messages})
             output.extra_fields["trajectory"] = await self.episode.trajectory()
             return output
         finally:
             await self.episode.close()
+
+    async def process_multi_modal_info(self, messages: list[dict]) -> dict:
+        """The first turn's images. When the only ones are the start page's thumbnails, they are
+        handed over as they are, as verl does with a tool turn's images; verl's own extraction
+        (`qwen_vl_utils`, which needs torchvision) is kept for rows that bring images of their own."""
+        if self._start_images is None:
+            return await super().process_multi_modal_info(messages)
+        return {"images": [img.convert("RGB") for img in self._start_images]} if self._start_images else {}
 
     async def _call_tool(self, tool_call: Any, tools_kwargs: dict[str, Any], agent_data: Any,
                          ) -> tuple[ToolResponse, float, dict]:
