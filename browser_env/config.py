@@ -7,6 +7,10 @@ import shutil
 from pydantic import BaseModel, ConfigDict, Field
 
 ENV_CHROMIUM = "CUA_CHROMIUM"
+#: Longer side (px) of the screenshots a training recipe shows the policy. A 1280x800 screenshot is
+#: 448x280 then, 16x10 = 160 tokens for a Qwen2-VL-style policy instead of ~1.3 k, so a 15-step
+#: episode fits a usual completion budget; the recording the judge reads keeps full size.
+DEFAULT_POLICY_MAX_SIDE = 448
 
 
 class BrowserUnavailable(RuntimeError):

@@ -18,7 +18,6 @@ property raises `TrajectoryError`: the failure was the machine's, not the policy
 from __future__ import annotations
 
 import contextlib
-import io
 import weakref
 from typing import Any
 
@@ -34,6 +33,7 @@ from .observe import (
     MARK_ELEMENTS_JS,
     describe,
     first_line,
+    policy_image,
     safe_title,
     safe_url,
     settle,
@@ -328,13 +328,7 @@ class BrowserEnv:
         self._context, self._page = None, None
 
     def _for_policy(self, png: bytes) -> Image.Image:
-        """The screenshot the policy sees: full size, or a `policy_max_side` thumbnail (the
-        recording, which the judge reads, always keeps the full-size PNG)."""
-        image = Image.open(io.BytesIO(png))
-        side = self.config.policy_max_side
-        if side is not None and max(image.size) > side:
-            image.thumbnail((side, side))
-        return image
+        return policy_image(png, self.config.policy_max_side)
 
     @staticmethod
     def _text_only(text: str) -> list:

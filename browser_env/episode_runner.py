@@ -5,14 +5,16 @@ thread that started it, while both frameworks run agent code as coroutines. Each
 one-thread executor, so every browser call of that episode runs on the same thread and the
 framework's event loop never blocks on the browser.
 
-The policy sees `policy_max_side`-pixel thumbnails of the screenshots (a full 1280x800 screenshot
-costs a VLM about 1.3 k tokens per step, so a 15-step episode would not fit a usual completion
-budget), while the recorded trajectory keeps the full-size screenshots for the judge.
+The policy sees `policy_max_side`-pixel thumbnails of the screenshots (`$CUA_POLICY_MAX_SIDE`,
+default `DEFAULT_POLICY_MAX_SIDE`: a full 1280x800 screenshot costs a VLM about 1.3 k tokens per
+step, so a 15-step episode would not fit a usual completion budget), while the recorded trajectory
+keeps the full-size screenshots for the judge.
 """
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -20,7 +22,7 @@ from typing import Any
 from PIL import Image
 
 from .browser import stop_driver
-from .config import EnvConfig
+from .config import DEFAULT_POLICY_MAX_SIDE, EnvConfig
 from .env import BrowserEnv
 from .tasks import TASKS
 
@@ -41,6 +43,25 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     )]
 TOOL_NAMES = tuple(t["function"]["name"] for t in TOOL_SCHEMAS)
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+ENV_MAX_SIDE = "CUA_POLICY_MAX_SIDE"
+
+
+def policy_max_side() -> int:
+    """The thumbnail side the agent classes use: `$CUA_POLICY_MAX_SIDE` or the recipes' default."""
+    return int(os.environ.get(ENV_MAX_SIDE) or DEFAULT_POLICY_MAX_SIDE)
+
+
+def with_page(messages: list[dict[str, Any]], images: list[Image.Image], text: str, *,
+              sees_images: bool) -> list[dict[str, Any]]:
+    """The prompt's messages with the start page appended to the last (user) turn: its
+    screenshots as image parts for a VLM policy (none for a text policy: the judge still gets
+    them from the recording), then its text. The caller's messages are left as they were."""
+    out = [dict(m) for m in messages]
+    last = out[-1]
+    content = last["content"] if isinstance(last["content"], list) else [{"type": "text", "text": last["content"]}]
+    seen = [{"type": "image", "image": img} for img in images] if sees_images else []
+    last["content"] = [*content, *seen, {"type": "text", "text": text}]
+    return out
 
 
 def parse_tool_call(text: str) -> tuple[str, dict[str, Any]] | None:
@@ -79,7 +100,8 @@ def task_id_of(row: dict[str, Any]) -> str:
 class ThreadedEpisode:
     """A `BrowserEnv` on a thread of its own; `await`-able reset/act, then the trajectory."""
 
-    def __init__(self, config: EnvConfig | dict[str, Any] | None = None, *, policy_max_side: int = 512) -> None:
+    def __init__(self, config: EnvConfig | dict[str, Any] | None = None, *,
+                 policy_max_side: int = DEFAULT_POLICY_MAX_SIDE) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="browser-episode")
         base = config.model_dump() if isinstance(config, EnvConfig) else dict(config or {})
         self._config = EnvConfig.model_validate({**base, "policy_max_side": policy_max_side})

@@ -1,5 +1,5 @@
 """Page-level helpers: the text half of an observation (URL, title, numbered interactive
-elements), waiting for and stopping loads, and the watchdog timer.
+elements), the policy's copy of the screenshot, waiting for and stopping loads, and the watchdog timer.
 
 Elements are numbered in the page itself (a `data-uv-id` attribute set by `MARK_ELEMENTS_JS`), so
 `click(element=n)` addresses exactly the element the policy was shown.
@@ -7,9 +7,12 @@ Elements are numbered in the page itself (a `data-uv-id` attribute set by `MARK_
 from __future__ import annotations
 
 import contextlib
+import io
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from PIL import Image
 
 MARK_ELEMENTS_JS = """(limit) => {
   const sel = 'a[href],button,input:not([type=hidden]),select,textarea,[role=button]';
@@ -84,3 +87,13 @@ def watchdog(seconds: float, on_fire: Callable[[], None]) -> Iterator[None]:
         yield
     finally:
         timer.cancel()
+
+
+def policy_image(png: bytes, max_side: int | None) -> Image.Image:
+    """The screenshot the policy sees: full size, or a thumbnail whose longer side is `max_side`
+    (aspect kept). Only the policy's copy shrinks: image tokens grow with the area, and the
+    recording, which the judge reads, keeps the full-size PNG."""
+    image = Image.open(io.BytesIO(png))
+    if max_side is not None and max(image.size) > max_side:
+        image.thumbnail((max_side, max_side))
+    return image

@@ -8,7 +8,7 @@ OpenRLHF loads this file by path and builds `AgentExecutor()`, a `MultiTurnAgent
   prompt's last user turn (ChatML prompts; otherwise it is appended);
 - `step`: the policy's turn is a Hermes tool call (`<tool_call>{"name", "arguments"}</tool_call>`)
   run as a browser action, or plain text, taken as the final answer. The screenshot comes back as
-  `environment_images` (a thumbnail, `$CUA_POLICY_MAX_SIDE`, default 512 px; a VLM tokenizer gets
+  `environment_images` (a thumbnail, `$CUA_POLICY_MAX_SIDE`, default 448 px; a VLM tokenizer gets
   one image placeholder per image) and the page text as `environment_feedback`;
 - when the episode ends (answer, step budget), the recorded trajectory, full-size screenshots
   included, goes to the reward service (`$CUA_REWARD_URL`) and its reward is the step's `rewards`,
@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
-from browser_env.episode_runner import ThreadedEpisode, parse_tool_call, task_id_of
+from browser_env.episode_runner import ThreadedEpisode, parse_tool_call, policy_max_side, task_id_of
 from reward.openrlhf import DEFAULT_ON_FAILURE, apost_openrlhf, clean_answer, trajectory_body
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class AgentInstance(AgentInstanceBase):
     """One browser episode (see module doc)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.episode = ThreadedEpisode(policy_max_side=int(os.environ.get("CUA_POLICY_MAX_SIDE", "512")))
+        self.episode = ThreadedEpisode(policy_max_side=policy_max_side())
         self.max_steps = int(os.environ.get("CUA_MAX_ENV_STEPS", "15"))
         self.steps = 0
 

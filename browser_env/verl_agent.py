@@ -5,7 +5,9 @@ with tools, Hermes tool-call parsing, response masks, images in tool turns) with
 the tool executor. Per sample (verl builds one agent-loop object per sample):
 
 1. the row's task (`extra_info.task_id`, or its instruction) starts a Chromium episode; the start
-   page's text (and, for a VLM policy, its thumbnail) joins the user turn;
+   page's text (and, for a VLM policy, its thumbnail) joins the user turn. That thumbnail reaches
+   the rollout server as it is, like a tool turn's image, so a VLM run needs no `qwen_vl_utils`
+   (and torchvision) unless the rows bring images of their own;
 2. each tool call the policy makes is a browser action; its screenshot comes back as the tool
    turn's image (thumbnail, `policy_max_side`), its page text as the tool turn's text;
 3. the episode ends on `answer`, the step budget, or the response budget; the recorded native
@@ -20,7 +22,6 @@ Importing this module registers the loop; it needs verl (>= 0.9) installed.
 """
 from __future__ import annotations
 
-import os
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,9 +29,7 @@ from verl.experimental.agent_loop.agent_loop import register
 from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLoop
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
-from .episode_runner import TOOL_SCHEMAS, ThreadedEpisode, task_id_of
-
-ENV_MAX_SIDE = "CUA_POLICY_MAX_SIDE"
+from .episode_runner import TOOL_SCHEMAS, ThreadedEpisode, policy_max_side, task_id_of, with_page
 
 
 @register("cua_browser_agent")
@@ -42,23 +41,31 @@ class BrowserAgentLoop(ToolAgentLoop):
         schemas = [OpenAIFunctionToolSchema.model_validate(s) for s in TOOL_SCHEMAS]
         self.tools = {s.function.name: SimpleNamespace(name=s.function.name, tool_schema=s) for s in schemas}
         self.tool_schemas = [s.model_dump(exclude_unset=True, exclude_none=True) for s in schemas]
-        self.episode = ThreadedEpisode(policy_max_side=int(os.environ.get(ENV_MAX_SIDE, "512")))
+        self.episode = ThreadedEpisode(policy_max_side=policy_max_side())
         self.sees_images = getattr(self.processor, "image_processor", None) is not None
+        self._start_images: list[Any] | None = None
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
         try:
             images, text = await self.episode.reset(task_id_of(kwargs))
-            messages = [dict(m) for m in kwargs["raw_prompt"]]
-            last = messages[-1]
-            content = last["content"] if isinstance(last["content"], list) else [
-                {"type": "text", "text": last["content"]}]
-            seen = [{"type": "image", "image": img} for img in images] if self.sees_images else []
-            last["content"] = [*content, *seen, {"type": "text", "text": text}]
+            row_has_images = any(isinstance(m.get("content"), list) and any(
+                isinstance(p, dict) and p.get("type") in ("image", "video") for p in m["content"])
+                for m in kwargs["raw_prompt"])
+            self._start_images = None if row_has_images else (images if self.sees_images else [])
+            messages = with_page(kwargs["raw_prompt"], images, text, sees_images=self.sees_images)
             output = await super().run(sampling_params, **{**kwargs, "raw_prompt": messages})
             output.extra_fields["trajectory"] = await self.episode.trajectory()
             return output
         finally:
             await self.episode.close()
+
+    async def process_multi_modal_info(self, messages: list[dict]) -> dict:
+        """The first turn's images. When the only ones are the start page's thumbnails, they are
+        handed over as they are, as verl does with a tool turn's images; verl's own extraction
+        (`qwen_vl_utils`, which needs torchvision) is kept for rows that bring images of their own."""
+        if self._start_images is None:
+            return await super().process_multi_modal_info(messages)
+        return {"images": [img.convert("RGB") for img in self._start_images]} if self._start_images else {}
 
     async def _call_tool(self, tool_call: Any, tools_kwargs: dict[str, Any], agent_data: Any,
                          ) -> tuple[ToolResponse, float, dict]:

@@ -97,6 +97,17 @@ def episode_budget(args: BrowserArguments, max_completion_length: int) -> dict[s
             "steps_that_fit": max_completion_length // per_step}
 
 
+def report_budget(args: BrowserArguments, max_completion_length: int) -> dict[str, Any]:
+    """Print the episode budget at start (stdout), and a warning (stderr) when a full episode does
+    not fit: the rollout would be cut mid-episode, silently, at every step."""
+    budget = episode_budget(args, max_completion_length)
+    print("episode budget:", json.dumps(budget), flush=True)
+    if not budget["fits"]:
+        print(f"warning: only {budget['steps_that_fit']} of {args.max_env_steps} steps fit max_completion_length; "
+              "lower policy_max_side or raise max_completion_length", file=sys.stderr)
+    return budget
+
+
 def summarise(trainer: Any, episodes: list[dict[str, Any]]) -> dict[str, Any]:
     logs = [h for h in trainer.state.log_history if "reward" in h]
     last = logs[-1] if logs else {}
@@ -132,11 +143,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         echo = EchoJudgeServer().start()
         judge_url, args.judge_model = echo.url, args.judge_model or "echo"
     rewards = build_rewards(args, judge_url)
-    budget = episode_budget(args, training_args.max_completion_length)
-    print("episode budget:", json.dumps(budget), flush=True)
-    if not budget["fits"]:
-        print(f"warning: only {budget['steps_that_fit']} of {args.max_env_steps} steps fit max_completion_length; "
-              "lower policy_max_side or raise max_completion_length", file=sys.stderr)
+    report_budget(args, training_args.max_completion_length)
     env_config = EnvConfig(max_steps=args.max_env_steps, viewport_width=args.viewport_width,
                            viewport_height=args.viewport_height, action_timeout_s=args.action_timeout_s,
                            page_load_timeout_s=args.page_load_timeout_s, policy_max_side=args.policy_max_side)

@@ -10,7 +10,7 @@ set -euo pipefail
 MODEL=${MODEL:-Qwen/Qwen2.5-VL-7B-Instruct}
 DATA=${DATA:-runs/verl-browser-data}
 export CUA_REWARD_URL=${CUA_REWARD_URL:-http://127.0.0.1:8012}
-export CUA_POLICY_MAX_SIDE=${CUA_POLICY_MAX_SIDE:-512}   # policy thumbnails; the judge gets full size
+export CUA_POLICY_MAX_SIDE=${CUA_POLICY_MAX_SIDE:-448}   # policy thumbnails; the judge gets full size
 python recipes/verl_browser_data.py "$DATA"
 python -m verl.trainer.main_ppo \
   algorithm.adv_estimator=grpo \

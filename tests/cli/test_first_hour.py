@@ -193,6 +193,7 @@ def test_grpo_recipe_silences_only_the_libraries_deprecation_warnings():
 
     spec = importlib.util.spec_from_file_location("grpo_train", REPO / "recipes" / "grpo_train.py")
     recipe = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = recipe  # its dataclass resolves annotations there
     spec.loader.exec_module(recipe)
     silenced = re.compile(recipe.DEPRECATED_NAMES)
     for old in ("gradient_checkpointing", "is_gradient_checkpointing", "gradient_checkpointing_enable",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -32,11 +33,13 @@ def test_grpo_recipe_one_step_with_the_real_judge(engine, tmp_path, capsys):
     config.write_text(json.dumps({"judge": engine.judge_config().model_dump(mode="json")}))
     spec = importlib.util.spec_from_file_location("grpo_train_engine", REPO / "recipes" / "grpo_train.py")
     recipe = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = recipe  # its dataclass resolves annotations there
     spec.loader.exec_module(recipe)
     ok_before, denied_before = _access(engine)
     t0 = time.monotonic()
-    rc = recipe.main(["--tiny", "--max-steps", "1", "--num-generations", "2", "--max-completion-length", "8",
-                      "--verifier-config", str(config), "--output-dir", str(tmp_path / "run")])
+    rc = recipe.main(["--config", str(REPO / "recipes" / "configs" / "train_smoke.yaml"), "--num_generations", "2",
+                      "--per_device_train_batch_size", "2", "--max_completion_length", "8", "--no_save",
+                      "--verifier_config", str(config), "--output_dir", str(tmp_path / "run")])
     elapsed = time.monotonic() - t0
     assert rc == 0
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

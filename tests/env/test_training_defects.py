@@ -55,32 +55,63 @@ def test_unscored_rows_beside_scored_ones_survive_trls_completions_table(tmp_pat
 def _grpo_train_module():
     spec = importlib.util.spec_from_file_location("grpo_train_defects", REPO / "recipes" / "grpo_train.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass resolves annotations there
     spec.loader.exec_module(module)
     return module
 
 
-def test_grpo_train_real_runs_save_checkpoints(monkeypatch):
-    """A real run (not --tiny) used to inherit the smoke config's save_strategy="no"."""
+def test_grpo_train_real_runs_save_checkpoints():
+    """A real run used to inherit the smoke config's save_strategy="no" (argparse recipe, issue 11)."""
     pytest.importorskip("trl")
-    monkeypatch.setenv("GRPO_BF16", "0")  # this machine has no bf16 device
     recipe = _grpo_train_module()
-    args = recipe.parse_args(["--model", "some/model", "--output-dir", "runs/x", "--save-steps", "25"])
-    config = recipe.build_config(args, tiny=False)
+    real = str(REPO / "recipes" / "configs" / "train.yaml")
+    _, config, _, _ = recipe.parse(["--config", real, "--model_name_or_path", "some/model", "--bf16", "false",
+                                    "--output_dir", "runs/x", "--save_steps", "25"])
     assert config.save_strategy == "steps" and config.save_steps == 25
-    assert recipe.build_config(recipe.parse_args(["--tiny", "--no-save"]), tiny=True).save_strategy == "no"
+    assert config.reward_weights == [0.5, 1.0]
+    _, config, _, _ = recipe.parse(["--config", real, "--tiny", "--bf16", "false", "--no_save"])
+    assert config.save_strategy == "no"
+
+
+def test_the_model_card_names_only_hub_datasets(tmp_path):
+    """TRL writes `dataset_name` into the card's `datasets` metadata and links it on the Hub; the
+    built-in tasks (None) or a local file are no hub dataset and must not appear there."""
+    pytest.importorskip("trl")
+    from huggingface_hub.utils import validate_repo_id
+    from trl.trainer.utils import generate_model_card
+
+    recipe = _grpo_train_module()
+    local = tmp_path / "tasks.jsonl"
+    local.write_text("{}\n")
+    assert recipe.card_dataset(None) is None and recipe.card_dataset(str(local)) is None
+    assert recipe.card_dataset("no spaces/in ids") is None
+    assert recipe.card_dataset("trl-lib/tldr") == "trl-lib/tldr"
+
+    def card(name):
+        return generate_model_card(base_model=None, model_name="m", hub_model_id="m", dataset_name=name, tags=[],
+                                   wandb_url=None, trackio_url=None, trainer_name="GRPO")
+
+    raw = card(str(local)).data.to_dict()  # what passing the path through would write
+    with pytest.raises(ValueError):
+        validate_repo_id(raw["datasets"][0] if isinstance(raw["datasets"], list) else raw["datasets"])
+    clean = card(recipe.card_dataset(str(local)))
+    assert "datasets" not in clean.data.to_dict() and "huggingface.co/datasets" not in clean.text
 
 
 @pytest.mark.slow
 def test_grpo_train_saves_the_final_model(tmp_path):
     pytest.importorskip("trl")
+    from huggingface_hub import ModelCard
+
     recipe = _grpo_train_module()
     clear_sessions()
-    rc = recipe.main(["--tiny", "--scripted-judge", "--max-steps", "1", "--max-completion-length", "8",
-                      "--output-dir", str(tmp_path)])
+    rc = recipe.main(["--config", str(REPO / "recipes" / "configs" / "train_smoke.yaml"), "--scripted_judge",
+                      "--max_completion_length", "8", "--output_dir", str(tmp_path)])
     clear_sessions()
     assert rc == 0
-    assert (tmp_path / "model.safetensors").is_file() and (tmp_path / "README.md").is_file()
-    assert (tmp_path / "checkpoint-1").is_dir()
+    assert (tmp_path / "model.safetensors").is_file() and (tmp_path / "checkpoint-1").is_dir()
+    card = ModelCard.load(tmp_path / "README.md").data.to_dict()  # the built-in tasks: no dataset named
+    assert "datasets" not in card and "universal-verifier" in card["tags"]
 
 
 def test_cua_verifier_reward_names_resolve_like_trl_grpo(monkeypatch):

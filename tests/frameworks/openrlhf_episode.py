@@ -61,11 +61,13 @@ async def main(url: str) -> dict[str, Any]:
     tok = _build_tokenizer()
     executor = load_agent_executor(REPO / "browser_env" / "openrlhf_agent.py")
     images_per_step: list[int] = []
+    image_sizes: set[tuple[int, int]] = set()
     step = executor.agent_instance_cls.step
 
     async def counted_step(self: Any, states: dict, **kw: Any) -> dict:  # what each step hands OpenRLHF
         out = await step(self, states, **kw)
         images_per_step.append(len(out["environment_images"] or []))
+        image_sizes.update(img.size for img in out["environment_images"] or [])
         return out
 
     executor.agent_instance_cls.step = counted_step
@@ -78,7 +80,8 @@ async def main(url: str) -> dict[str, Any]:
             "extra_logs": {k: float(v) for k, v in out["extra_logs"].items()},
             "page_in_first_prompt": "The browser shows" in engine.prompts[0],
             "tool_response_in_prompt": "<tool_response>" in engine.prompts[-1],
-            "action_ranges": len(out["action_ranges"]), "environment_images": images_per_step}
+            "action_ranges": len(out["action_ranges"]), "environment_images": images_per_step,
+            "image_sizes": sorted(image_sizes)}
 
 
 if __name__ == "__main__":

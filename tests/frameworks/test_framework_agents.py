@@ -66,7 +66,13 @@ def test_verl_agent_loop_episode_reaches_the_verifier_with_its_screenshots(brows
     extra = out["extra"]  # from verl's naive reward manager, via compute_score_async
     assert extra["uv_unscored"] == 0.0 and extra["uv_grounded"] == 1.0
     assert out["reward"] == extra["uv_outcome"]  # reward_kwargs.reward=outcome reached compute_score
-    assert images >= 1  # the judge saw the episode's screenshots
+    assert out["policy_images"] == [[], [], []]  # a text policy: the screenshots go to the judge only
+    vlm = out["vlm"]  # a VLM policy: the start page, then each action's screenshot, as 448 px images
+    assert vlm["actions"] == out["actions"] and vlm["extra"]["uv_grounded"] == 1.0
+    assert vlm["policy_images"] == [[[448, 280]] * k for k in (1, 2, 3)] and vlm["output_images"] == 3
+    assert vlm["image_pads"] == [5, 10, 15]  # verl's processor placed each one in the prompt
+    assert out["recorded_sizes"] == vlm["recorded_sizes"] == [[960, 600]]  # the judge's copy: full size
+    assert images >= 1  # the judge saw the screenshots (a stage cache may answer the second episode)
 
 
 def test_openrlhf_agent_episode_reaches_the_verifier_with_its_screenshots(browser_ok):
@@ -74,6 +80,7 @@ def test_openrlhf_agent_episode_reaches_the_verifier_with_its_screenshots(browse
     assert out["turns"] == 3 and out["action_ranges"] == 3
     assert out["page_in_first_prompt"] and out["tool_response_in_prompt"]
     assert out["environment_images"][:2] == [1, 1]  # goto and scroll each hand back their screenshot
+    assert out["image_sizes"] == [[448, 280]]  # as thumbnails for the policy (the judge's copy is full size)
     logs = out["extra_logs"]
     assert logs["uv_unscored"] == 0.0 and logs["uv_grounded"] == 1.0
     assert 0.0 <= float(out["reward"]) <= 1.0

@@ -3,8 +3,11 @@ registry and `ToolAgentLoop` machinery, then verl's reward loader and naive rewa
 `compute_score_async` with the agent loop's extra fields, against the reward service at argv[1].
 
 The policy is scripted at verl's rollout-server interface (`server_manager.generate`: token ids
-in, token ids out), since no vLLM/SGLang server runs on CPU; everything between that server and
-the reward is verl's code. Prints one JSON line for the test to check.
+and images in, token ids out), since no vLLM/SGLang server runs on CPU; everything between that
+server and the reward is verl's code. Two episodes: a text policy (no processor), then a VLM
+policy whose processor is a tiny LLaVA one (CLIP image processor on PIL: Qwen2-VL's processor
+cannot be built without torchvision, which has no CPU build here), so the server must receive the
+screenshots as images. Prints one JSON line for the test to check.
 """
 from __future__ import annotations
 
@@ -39,10 +42,12 @@ class ScriptedServer:
     """verl's rollout-server interface, answering the scripted tool calls as token ids."""
 
     def __init__(self, tok: Any) -> None:
-        self.tok, self.turn, self.prompts = tok, 0, []
+        self.tok, self.turn, self.prompts, self.images = tok, 0, [], []
 
-    async def generate(self, *, request_id: str, prompt_ids: list[int], sampling_params: dict, **kw: Any) -> Any:
+    async def generate(self, *, request_id: str, prompt_ids: list[int], sampling_params: dict,
+                       image_data: list[Any] | None = None, **kw: Any) -> Any:
         self.prompts.append(self.tok.decode(prompt_ids))
+        self.images.append([img.size for img in image_data or []])
         name, args = SCRIPT[min(self.turn, len(SCRIPT) - 1)]
         self.turn += 1
         text = f'<tool_call>\n{json.dumps({"name": name, "arguments": args})}\n</tool_call><|im_end|>'
@@ -62,18 +67,44 @@ def config() -> Any:
             "reward_kwargs": {"reward": "outcome", "on_failure": "error"}}}})
 
 
+def png_size(data_url: str) -> tuple[int, int]:
+    import base64
+    import io
+
+    from PIL import Image
+
+    return Image.open(io.BytesIO(base64.b64decode(data_url.split(",", 1)[1]))).size
+
+
+def tiny_vlm_processor(tok: Any) -> Any:
+    """A LLaVA processor over the test tokenizer: 5 image tokens per image, PIL only."""
+    from transformers import LlavaProcessor
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    return LlavaProcessor(image_processor=CLIPImageProcessorPil(size={"shortest_edge": 28},
+                                                                crop_size={"height": 28, "width": 28}),
+                          tokenizer=tok, patch_size=14, vision_feature_select_strategy="full",
+                          num_additional_image_tokens=1, chat_template=tok.chat_template, image_token="<|image_pad|>")
+
+
 async def main(url: str) -> dict[str, Any]:
     import os
 
     os.environ["CUA_REWARD_URL"] = url
     tok = _build_tokenizer()
-    cfg = config()
-    server = ScriptedServer(tok)
     for entry in OmegaConf.load(REPO / "recipes" / "configs" / "verl_agent_loop.yaml"):  # as AgentLoopWorker does
         _agent_loop_registry[entry.name] = entry
+    text = await episode(tok, None)
+    vlm = await episode(tok, tiny_vlm_processor(tok))
+    return {**text, "vlm": vlm}
+
+
+async def episode(tok: Any, processor: Any) -> dict[str, Any]:
+    cfg = config()
+    server = ScriptedServer(tok)
     loop = hydra.utils.instantiate(config=_agent_loop_registry["cua_browser_agent"],
                                    trainer_config=DictConfigWrap(config=cfg), server_manager=server,
-                                   tokenizer=tok, processor=None, dataset_cls=RLHFDataset,
+                                   tokenizer=tok, processor=processor, dataset_cls=RLHFDataset,
                                    data_config=DictConfigWrap(cfg.data), tools=ToolListWrap([]))
     instruction = "At what time does the Riverside Branch of the City Library open on Saturdays?"
     out = await loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": instruction}],
@@ -96,6 +127,9 @@ async def main(url: str) -> dict[str, Any]:
             "screenshots": len(traj["screenshots"]) if traj else 0, "final_answer": traj and traj["final_answer"],
             "tool_turn_in_prompt": "<|im_start|>tool" in server.prompts[-1],
             "response_mask_has_tool_tokens": 0 in out.response_mask,
+            "policy_images": server.images, "image_pads": [p.count("<|image_pad|>") for p in server.prompts],
+            "output_images": len((out.multi_modal_data or {}).get("images") or []),
+            "recorded_sizes": sorted({png_size(s["data_url"]) for s in traj["screenshots"]}) if traj else [],
             "reward": scored["reward_score"], "extra": scored["reward_extra_info"]}
 
 

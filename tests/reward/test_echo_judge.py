@@ -5,6 +5,7 @@ import asyncio
 import http.client
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -175,9 +176,11 @@ def test_grpo_recipe_with_a_judge_url(echo, tmp_path, capsys):
     pytest.importorskip("trl")
     spec = importlib.util.spec_from_file_location("grpo_train", REPO / "recipes" / "grpo_train.py")
     recipe = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = recipe  # its dataclass resolves annotations there
     spec.loader.exec_module(recipe)
-    rc = recipe.main(["--tiny", "--judge-url", echo.url, "--judge-model", "echo", "--max-steps", "1",
-                      "--max-completion-length", "8", "--output-dir", str(tmp_path)])
+    rc = recipe.main(["--config", str(REPO / "recipes" / "configs" / "train_smoke.yaml"), "--judge_url", echo.url,
+                      "--judge_model", "echo", "--max_completion_length", "8", "--no_save",
+                      "--output_dir", str(tmp_path)])
     assert rc == 0
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert last["uv_outcome/failure_rate"] == 0.0 and last["rewards/uv_outcome/mean"] is not None

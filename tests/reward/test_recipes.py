@@ -18,26 +18,34 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 
+def _grpo_train():
+    spec = importlib.util.spec_from_file_location("grpo_train", REPO / "recipes" / "grpo_train.py")
+    recipe = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = recipe  # its dataclass resolves annotations there
+    spec.loader.exec_module(recipe)
+    return recipe
+
+
 @pytest.mark.slow
 def test_grpo_recipe_tiny_vlm_scripted_judge(tmp_path, capsys):
     pytest.importorskip("trl")
-    spec = importlib.util.spec_from_file_location("grpo_train", REPO / "recipes" / "grpo_train.py")
-    recipe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(recipe)
+    recipe = _grpo_train()
     clear_sessions()
-    rc = recipe.main(["--tiny", "--scripted-judge", "--max-steps", "1", "--max-completion-length", "8",
-                      "--output-dir", str(tmp_path), "--aggregation", "normalize_then_sum"])
+    rc = recipe.main(["--config", str(REPO / "recipes" / "configs" / "train_smoke.yaml"), "--scripted_judge",
+                      "--max_completion_length", "8", "--no_save", "--output_dir", str(tmp_path),
+                      "--multi_objective_aggregation", "normalize_then_sum"])
     clear_sessions()
     assert rc == 0
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert last["rewards/uv_outcome/mean"] == 1.0 and last["uv_outcome/failure_rate"] == 0.0
+    assert not (tmp_path / "model.safetensors").exists()  # --no_save: no final model either
 
 
-def test_grpo_recipe_needs_a_model(capsys):
-    spec = importlib.util.spec_from_file_location("grpo_train", REPO / "recipes" / "grpo_train.py")
-    recipe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(recipe)
-    assert recipe.main([]) == 2
+def test_grpo_recipe_needs_a_model():
+    pytest.importorskip("trl")
+    with pytest.raises(SystemExit) as exc:
+        _grpo_train().parse(["--bf16", "false"])
+    assert exc.value.code == 2
 
 
 def test_offline_score_shell_recipe(tmp_path):
