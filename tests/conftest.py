@@ -9,6 +9,8 @@ the shared data (../shared/data, or CUA_SHARED_DATA) fail when it is missing ins
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,15 @@ def require_browser() -> None:
 @pytest.fixture(scope="session")
 def browser_ok() -> None:
     require_browser()
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's wheel, built once per session (`python -m build --wheel --no-isolation`): the
+    packaging tests (tests/test_packaging.py, tests/viewer/test_viewer_packaging.py) read the same one."""
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
+                   cwd=REPO_ROOT, check=True, capture_output=True)
+    wheels = list(out.glob("cua_verifier-*.whl"))
+    assert len(wheels) == 1, wheels
+    return wheels[0]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import venv
 import zipfile
 from pathlib import Path
@@ -20,13 +19,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
-                   cwd=REPO, check=True, capture_output=True)
-    wheels = list(out.glob("cua_verifier-*.whl"))
-    assert len(wheels) == 1, wheels
-    return wheels[0]
+def wheel(built_wheel: Path) -> Path:
+    return built_wheel  # built once per session (tests/conftest.py)
 
 
 def test_wheel_ships_prompts_and_packages(wheel: Path) -> None:

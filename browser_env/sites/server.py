@@ -74,7 +74,9 @@ class SiteServer:
 
     def start(self) -> SiteServer:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._httpd.serve_forever, name="task-sites", daemon=True)
+            # poll_interval: stop() waits up to one interval (0.5 s by default) for the loop to notice
+            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                            name="task-sites", daemon=True)
             self._thread.start()
         return self
 

@@ -54,7 +54,7 @@ def judge_server():
             self.wfile.write(data)
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     yield f"http://127.0.0.1:{srv.server_address[1]}/v1", bodies
     srv.shutdown()
     srv.server_close()

@@ -135,7 +135,7 @@ class _Models(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def models_server():
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Models)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
     srv.shutdown()
     srv.server_close()
@@ -240,7 +240,7 @@ def test_any_http_answer_counts_as_reachable(status, capsys):
             pass
 
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         check_judge(make_judge(JudgeConfig(base_urls=[f"http://127.0.0.1:{srv.server_address[1]}/v1"],
                                            model="m")))

@@ -59,7 +59,7 @@ class FakeVllm:
                 return self._send(404, {"error": "not found"})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     @property
     def url(self) -> str:

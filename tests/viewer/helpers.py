@@ -9,6 +9,8 @@ from the trajectory or the judge.
 
 from __future__ import annotations
 
+import functools
+import io
 import json
 from pathlib import Path
 
@@ -32,6 +34,12 @@ HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2
 
 
 def screenshot(path: Path, k: int, size=(1280, 800)) -> None:
+    path.write_bytes(_screenshot_png(k, tuple(size)))
+
+
+@functools.lru_cache(maxsize=128)
+def _screenshot_png(k: int, size: tuple[int, int]) -> bytes:
+    """Screenshot k as PNG bytes; drawn and encoded once per session (most tests reuse pages 0-4)."""
     img = Image.new("RGB", size, (245, 247, 250))
     draw = ImageDraw.Draw(img)
     draw.rectangle([0, 0, size[0], 60], fill=(40 + 7 * k % 200, 80, 160))
@@ -40,7 +48,9 @@ def screenshot(path: Path, k: int, size=(1280, 800)) -> None:
         draw.rectangle(
             [40, 100 + 70 * i, 40 + (97 * (k + i)) % 900 + 200, 140 + 70 * i], fill=(200, 210, 230 - i * 10)
         )
-    img.save(path, "PNG")
+    buf = io.BytesIO()
+    img.save(buf, "PNG")
+    return buf.getvalue()
 
 
 def make_trajectory(folder: Path, n_shots: int = 5, *, hostile: bool = False, size=(1280, 800)) -> Path:

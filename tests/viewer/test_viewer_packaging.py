@@ -1,8 +1,6 @@
 """The wheel carries the viewer's templates and assets (pages are rendered from package data)."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -13,11 +11,8 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_wheel_ships_viewer_templates(tmp_path):
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path)],
-                   cwd=REPO, check=True, capture_output=True)
-    (wheel,) = tmp_path.glob("cua_verifier-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
+def test_wheel_ships_viewer_templates(built_wheel):
+    names = set(zipfile.ZipFile(built_wheel).namelist())
     templates = sorted(p.name for p in (REPO / "verifier" / "viewer" / "templates").iterdir())
     assert {"app.js", "style.css", "rollout.html.j2", "index.html.j2", "report.html.j2"} <= set(templates)
     for name in templates:
