@@ -3,6 +3,7 @@ mixed with successes, ``flaky_retries``), only ``transport_retries`` against one
 request or refuses connections, and never more than the call's share of its deadline (issue 20 §5)."""
 from __future__ import annotations
 
+import itertools
 import json
 import time
 
@@ -63,5 +64,23 @@ async def test_flaky_retries_stay_within_the_calls_share_of_the_deadline(server)
             await judge.complete(MSGS, Answer, stage="outcome")
         assert time.monotonic() - start < 1.5 and 3 <= err.value.usage.attempts <= 5
         assert type(err.value) is JudgeUnavailableError  # not JudgeDeadlineError
+    finally:
+        await judge.aclose()
+
+
+async def test_flaky_retries_pace_at_the_last_transport_backoff(server):
+    """Past ``transport_retries`` the backoff stops doubling (0.02, 0.04, then 0.04 s; doubling on
+    would reach 1.28 s before the 8th attempt): the judge answers, there is no outage to wait out."""
+    judge = make_judge(fast_config(server.url, transport_retries=2, flaky_retries=9, backoff_initial_s=0.02,
+                                   backoff_max_s=10.0, backoff_jitter_s=0.0))
+    try:
+        server.push(ok(VALID), *[status(500)] * 7, ok(VALID))
+        await judge.complete(MSGS, Answer, stage="rubric")
+        start = time.monotonic()
+        assert (await judge.complete(MSGS, Answer, stage="outcome")).usage.attempts == 8
+        assert time.monotonic() - start < 1.0
+        times = [r.t for r in server.requests[1:]]
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert min(gaps[2:]) >= 0.035 and max(gaps) < 0.5, gaps
     finally:
         await judge.aclose()

@@ -54,8 +54,9 @@ class JudgeConfig(BaseModel):
     answers other requests (a success among its last ``breaker_window``): such a judge is up but
     flaky, and each attempt is a fresh draw (at 60% 500s, 5 attempts lose 7.8% of calls, 10 lose
     0.6%). A judge failing every request gets ``transport_retries`` only, and its breaker opens.
-    All attempts and backoffs stay within the call's ``call_deadline_share``. No effect when it is
-    below ``transport_retries``."""
+    Their backoff stays at the last transport retry's (it does not keep doubling), and all attempts
+    and backoffs stay within the call's ``call_deadline_share``. No effect when it is below
+    ``transport_retries``."""
     reask_retries: int = Field(default=2, ge=0, le=5)
     """Extra attempts after invalid or truncated output, each showing the model its bad reply and
     the validation error (second layer). Truncation is re-asked at most once."""

@@ -230,7 +230,10 @@ class EndpointPool:
             if asked is not None:
                 delay = min(asked, cfg.retry_after_max_s)
             else:
-                backoff = cfg.backoff_initial_s * 2 ** (state.attempt_number - 1)
+                # flaky retries (past transport_retries) pace at the ladder's last step: the judge
+                # answers, so there is no outage to wait out, only load to spread
+                steps = min(state.attempt_number, max(cfg.transport_retries, 1))
+                backoff = cfg.backoff_initial_s * 2 ** (steps - 1)
                 delay = min(backoff, cfg.backoff_max_s) + random.uniform(0, cfg.backoff_jitter_s)
             left = time_left()
             return delay if left is None else max(0.0, min(delay, left))  # wake at the deadline
