@@ -233,15 +233,22 @@ async def flaky_run(server, fault_rate: float, judge: dict, *, tasks: int = 6, g
     return outc, state
 
 
-@pytest.mark.slow  # ~10 s: 48 rollouts, ~1000 judge requests
+#: Fault draws checked by the flaky-judge test: without ``flaky_retries`` (5 attempts a call) both
+#: scored under 80% of their 24 rollouts (17-19 and 15 of 24); flaky_figures.py prints seeds 0-9.
+FLAKY_SEEDS = (0, 9)
+
+
+@pytest.mark.slow  # ~10-35 s by load: 2 x 24 rollouts, ~1100 judge requests, then a dead judge
 async def test_a_flaky_judge_keeps_most_rollouts_scored_with_no_wrong_verdict(server):
-    """60% of requests answered 500: retries recover most calls, and the breaker, which tells flaky
-    from down, stays closed, so at least 80% of rollouts are scored; every verdict equals the clean
-    judge's (an outage never becomes a verdict). tests/judge/flaky_figures.py prints the whole curve
-    for this breaker and for the old streak breaker."""
-    outc, state = await flaky_run(server, 0.6, {}, tasks=12)  # 48 rollouts: a lost task costs 4 of them
-    assert sum(o is not None for o in outc) >= 0.8 * len(outc), outc
-    assert {o for o in outc if o is not None} == {1.0}  # the echo judge's verdict, never a 0 from an outage
-    assert state == "closed"
+    """60% of requests answered 500: retries recover most calls (more of them while the judge is
+    seen answering, ``flaky_retries``), and the breaker, which tells flaky from down, stays closed,
+    so at least 80% of rollouts are scored under each of several fault draws; every verdict equals
+    the clean judge's (an outage never becomes a verdict). tests/judge/flaky_figures.py prints the
+    whole curve, with and without flaky retries, and for the old streak breaker."""
+    for seed in FLAKY_SEEDS:  # 6 tasks x 4: a lost rubric costs 4 rollouts of 24
+        outc, state = await flaky_run(server, 0.6, {}, tasks=6, seed=seed)
+        assert sum(o is not None for o in outc) >= 0.8 * len(outc), (seed, outc)
+        assert {o for o in outc if o is not None} == {1.0}  # the echo judge's verdict, never a 0 from an outage
+        assert state == "closed"
     outc, state = await flaky_run(server, 1.0, {})  # down: every request fails, the circuit opens
     assert outc == [None] * len(outc) and state == "open"

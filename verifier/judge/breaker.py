@@ -75,6 +75,11 @@ class CircuitBreaker:
         with self._lock:
             return sum(self._recent) / len(self._recent) if self._recent else 0.0
 
+    def answering(self) -> bool:
+        """Did any request in the window succeed? Then failures are flakiness, not an outage."""
+        with self._lock:
+            return not all(self._recent)
+
     def acquire(self) -> bool:
         """May a request be sent now? In the half-open state only one probe is in flight at a time."""
         if self.threshold <= 0:

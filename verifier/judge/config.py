@@ -49,6 +49,14 @@ class JudgeConfig(BaseModel):
     """Timeout of one HTTP request; a timeout is a transport failure and is retried."""
     transport_retries: int = Field(default=4, ge=0, le=10)
     """Extra HTTP attempts after timeouts, refused connections, 429 and 5xx (first layer)."""
+    flaky_retries: int = Field(default=9, ge=0, le=20)
+    """Extra HTTP attempts after a 5xx or a 200 that is not a chat completion while the endpoint
+    answers other requests (a success among its last ``breaker_window``): such a judge is up but
+    flaky, and each attempt is a fresh draw (at 60% 500s, 5 attempts lose 7.8% of calls, 10 lose
+    0.6%). A judge failing every request gets ``transport_retries`` only, and its breaker opens.
+    Their backoff stays at the last transport retry's (it does not keep doubling), and all attempts
+    and backoffs stay within the call's ``call_deadline_share``. No effect when it is below
+    ``transport_retries``."""
     reask_retries: int = Field(default=2, ge=0, le=5)
     """Extra attempts after invalid or truncated output, each showing the model its bad reply and
     the validation error (second layer). Truncation is re-asked at most once."""

@@ -16,7 +16,9 @@ Load spreading: each attempt goes to the endpoint with the fewest requests in fl
 Faults: timeouts, refused or reset connections, 408/409/429, 5xx and HTTP 200 replies whose body is
 not a chat completion (a proxy's HTML page, truncated JSON: `MalformedReply`) are retried; each
 endpoint has a `CircuitBreaker` (shared across loops) so a judge that is down fails fast
-(`CircuitOpen`) instead of costing every call the whole retry ladder.
+(`CircuitOpen`) instead of costing every call the whole retry ladder. A judge that is up but flaky
+(error answers mixed with successes) gets more attempts (``flaky_retries``): there each attempt is
+a fresh draw, while against a dead judge more attempts would only cost time.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from .breaker import CircuitBreaker
 from .config import JudgeConfig
@@ -103,6 +105,11 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
     return False
+
+
+def is_server_error(exc: BaseException) -> bool:
+    """A 5xx or a 200 that is not a chat completion: the server is up and failed this request."""
+    return isinstance(exc, MalformedReply) or (isinstance(exc, openai.APIStatusError) and exc.status_code >= 500)
 
 
 def retry_after_s(exc: BaseException | None) -> float | None:
@@ -209,6 +216,13 @@ class EndpointPool:
         cfg = self.config
         avoid: list[str | None] = [None]
         last: list[BaseException | None] = [None]
+        flaky = [False]  # the last failure was an error answer from an endpoint that answers others
+
+        def limit() -> int:
+            return max(cfg.transport_retries, cfg.flaky_retries if flaky[0] else 0) + 1
+
+        def stop(state: RetryCallState) -> bool:
+            return state.attempt_number >= limit()
 
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
@@ -216,7 +230,10 @@ class EndpointPool:
             if asked is not None:
                 delay = min(asked, cfg.retry_after_max_s)
             else:
-                backoff = cfg.backoff_initial_s * 2 ** (state.attempt_number - 1)
+                # flaky retries (past transport_retries) pace at the ladder's last step: the judge
+                # answers, so there is no outage to wait out, only load to spread
+                steps = min(state.attempt_number, max(cfg.transport_retries, 1))
+                backoff = cfg.backoff_initial_s * 2 ** (steps - 1)
                 delay = min(backoff, cfg.backoff_max_s) + random.uniform(0, cfg.backoff_jitter_s)
             left = time_left()
             return delay if left is None else max(0.0, min(delay, left))  # wake at the deadline
@@ -224,18 +241,19 @@ class EndpointPool:
         def warn(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
             log.warning("judge transport error (stage=%s, attempt %d/%d): %s; retrying in %.2fs",
-                        stage, state.attempt_number, cfg.transport_retries + 1, describe(exc),
+                        stage, state.attempt_number, limit(), describe(exc),
                         state.next_action.sleep if state.next_action else 0.0)
 
-        retrying = AsyncRetrying(stop=stop_after_attempt(cfg.transport_retries + 1), wait=wait,
-                                 retry=retry_if_exception(is_transient), before_sleep=warn, reraise=True)
+        retrying = AsyncRetrying(stop=stop, wait=wait, retry=retry_if_exception(is_transient),
+                                 before_sleep=warn, reraise=True)
         try:
-            return await self._attempts(retrying, request, tally, avoid, last, outer_end)
+            return await self._attempts(retrying, request, tally, avoid, last, flaky, outer_end)
         except _ShareSpent as spent:
             raise spent.__cause__ from None  # type: ignore[misc]
 
     async def _attempts(self, retrying: AsyncRetrying, request: dict[str, Any], tally: Tally,
-                        avoid: list[str | None], last: list[BaseException | None], outer_end: float | None) -> Any:
+                        avoid: list[str | None], last: list[BaseException | None], flaky: list[bool],
+                        outer_end: float | None) -> Any:
         response = None
         async for attempt in retrying:  # CircuitOpen is not transient: it ends the loop at once
             with attempt:
@@ -249,10 +267,11 @@ class EndpointPool:
                 try:
                     response = await self._once(endpoint, request, tally)
                 except openai.APIConnectionError as exc:  # refused or timed out: try another replica next
-                    avoid[0], last[0] = endpoint.url, exc
+                    avoid[0], last[0], flaky[0] = endpoint.url, exc, False
                     raise
-                except (openai.APIStatusError, MalformedReply) as exc:
+                except (openai.APIStatusError, MalformedReply) as exc:  # it answered, with an error
                     last[0] = exc
+                    flaky[0] = is_server_error(exc) and endpoint.breaker.answering()
                     raise
         return response
 
