@@ -96,11 +96,26 @@ class ProxyGate:
                 task = task_of_body(parse_json(body))
             except BadBody:
                 task = None  # the replica answers the 422
-            receive = _replay(body)
+            receive = _replay_then(body, receive)
         kept = [(k, v) for k, v in scope["headers"] if k.lower() != self.session]
         if task is not None:
             kept.append((self.session, task.encode("latin-1", "replace")))
         await self.app({**scope, "headers": kept}, receive, marked)
+
+
+def _replay_then(body: bytes, receive: Any) -> Any:
+    """The body read here, then the client's own messages: the proxy keeps listening for the
+    client's disconnect after the body (a replay that answered `http.disconnect` next would make
+    it cancel the request)."""
+    replayed = {"done": False}
+
+    async def again() -> dict:
+        if replayed["done"]:
+            return await receive()
+        replayed["done"] = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again
 
 
 def gate_settings(api_key_env: str, max_body_bytes: int, body_timeout_s: float) -> str:

@@ -70,6 +70,7 @@ class _App:
     def __init__(self) -> None:
         self.scope: dict | None = None
         self.body = b""
+        self.after: dict = {}
 
     async def __call__(self, scope, receive, send):
         self.scope = scope
@@ -78,6 +79,7 @@ class _App:
             self.body += msg.get("body", b"")
             if not msg.get("more_body"):
                 break
+        self.after = await receive()  # Ray Serve's proxy listens on for the client's disconnect
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
@@ -119,13 +121,14 @@ def test_gate_routes_by_task_header_or_body_and_drops_a_client_session(monkeypat
     gate, app = _gate(monkeypatch)
     auth = (b"authorization", b"Bearer s3cret")
     sess = session_header()
-    _, reads = _call(gate, [auth, (b"x-cua-task", b"t-7"), (sess, b"forged")], [b"{}"])
+    _call(gate, [auth, (b"x-cua-task", b"t-7"), (sess, b"forged")], [b"{}"])
     assert dict(app.scope["headers"])[sess] == b"t-7" and [k for k, _ in app.scope["headers"]].count(sess) == 1
-    assert app.body == b"{}"  # the gate read nothing: the proxy got the body as sent
+    assert app.body == b"{}"  # the body as sent
     body = json.dumps({"trajectory": {"task": {"id": "t-9"}, "steps": []}}).encode()
     gate, app = _gate(monkeypatch)
     _call(gate, [auth, (sess, b"forged")], [body[:10], body[10:]])
     assert dict(app.scope["headers"])[sess] == b"t-9" and app.body == body  # parsed, then replayed whole
+    assert app.after["type"] == "http.request"  # then the client's own messages, not a made-up disconnect
     gate, app = _gate(monkeypatch)
     _call(gate, [auth], [b"not json"])
     assert sess not in dict(app.scope["headers"]) and app.body == b"not json"  # the replica answers the 422
