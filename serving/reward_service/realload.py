@@ -91,7 +91,7 @@ async def post_all(url: str, bodies: list[bytes], *, clients: int, timeout_s: fl
     latencies: list[float] = []
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
 
-    async def one(client: httpx.AsyncClient, body: bytes, task: str | None) -> None:
+    async def one(client: httpx.AsyncClient, body: bytes, task: str) -> None:
         headers = {"Content-Type": "application/json", **({"X-CUA-Task": task} if task else {})}
         async with sem:
             t0 = time.perf_counter()
@@ -111,7 +111,7 @@ async def post_all(url: str, bodies: list[bytes], *, clients: int, timeout_s: fl
 
     t0 = time.perf_counter()
     async with httpx.AsyncClient(timeout=timeout_s, limits=limits) as client:
-        await asyncio.gather(*(one(client, b, t) for b, t in zip(bodies, tasks or [None] * len(bodies),
+        await asyncio.gather(*(one(client, b, t) for b, t in zip(bodies, tasks or [""] * len(bodies),
                                                                   strict=True)))
     wall = time.perf_counter() - t0
     latencies.sort()
