@@ -10,6 +10,7 @@ RSS (all its processes), CPU seconds per verification, throughput, and the machi
 
     python recipes/benchmark_service.py --real -m 20 --n 64 --clients 64
     python recipes/benchmark_service.py --real -m 50 --n 32 --clients 32 -- --max-inflight-mb 256
+    python recipes/benchmark_service.py --real -m 20 --n 64 --clients 32 --replicas 2   # Ray Serve
 """
 from __future__ import annotations
 
@@ -37,13 +38,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--group", type=int, default=8, help="--real: rollouts per task")
     p.add_argument("--clients", type=int, default=64, help="--real: requests in flight")
     p.add_argument("--after-s", type=float, default=10.0, help="--real: RSS read this long after the load")
+    p.add_argument("--replicas", type=int, default=1, help="--real: serve-reward --replicas N (Ray Serve, "
+                   "task affinity; 1: the single process)")
     p.add_argument("service_args", nargs="*", help="extra serve-reward options (after --)")
     a = p.parse_args(argv)
     if a.real:
         from serving.reward_service.realload import real_run
 
         print(json.dumps(real_run(m=a.m, n=a.n, group=a.group, clients=a.clients, latency_s=a.latency,
-                                  after_s=a.after_s, service_args=a.service_args)))
+                                  after_s=a.after_s, service_args=[*a.service_args, *(
+                                      ["--replicas", str(a.replicas)] if a.replicas > 1 else [])])))
         return 0
     with LoopbackJudge(latency_s=a.latency, fault_rate=a.faults) as judge, tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp, "cfg.json")

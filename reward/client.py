@@ -144,15 +144,19 @@ def post(settings: ClientSettings, path: str, body: Any, params: dict[str, str] 
 
 
 async def apost(settings: ClientSettings, client: Any, path: str, body: Any,
-                params: dict[str, str] | None = None, retries: dict[str, int] | None = None) -> Any:
-    """The same on an `AsyncClient` (made by `async_client`), for callers on an event loop."""
+                params: dict[str, str] | None = None, retries: dict[str, int] | None = None,
+                headers: dict[str, str] | None = None) -> Any:
+    """The same on an `AsyncClient` (made by `async_client`), for callers on an event loop.
+
+    `headers`: extra request headers (`X-CUA-Task`: the routing key of a replicated service)."""
     started, attempts = time.monotonic(), 0
     try:
         async for attempt in AsyncRetrying(**_policy(settings, retries)):
             with attempt:
                 attempts += 1
                 try:
-                    resp = await client.post(path, json=body, params=params, timeout=_timeout(settings, started))
+                    resp = await client.post(path, json=body, params=params, headers=headers,
+                                             timeout=_timeout(settings, started))
                 except httpx.TransportError as exc:
                     raise _Retry("connect", f"{type(exc).__name__}: {exc}") from exc
                 return _classify(resp)

@@ -23,6 +23,7 @@ import time
 import weakref
 from collections import OrderedDict
 from typing import Any, NamedTuple
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -148,8 +149,10 @@ class RemoteSession:
         async with sem:
             self.requests += 1
             try:
+                # X-CUA-Task: a service on Ray Serve routes every rollout of a task to one replica
+                # by it (without parsing the body); a single process ignores it.
                 return Outcome(result=await apost(self._client, client, "/v1/verify", body,
-                                                  retries=self.retries))
+                                                  retries=self.retries, headers={"X-CUA-Task": quote(traj.task.id, safe="")}))
             except RemoteError as exc:
                 return Outcome(error=exc)
 

@@ -8,7 +8,9 @@ rubric is generated once for all ranks, and identical rollouts are verified once
 Modules: `config` (settings, the loopback/API-key rule), `models` (the wire schema), `queue`
 (bounded admission, 429 + Retry-After), `metrics` (Prometheus), `core` (parse + verify with a
 deadline), `app` (FastAPI routes, auth, body limit), `server` (uvicorn with a draining shutdown),
-`cli` (the subcommand).
+`cli` (the subcommand). On Ray Serve (`--replicas N`, `--ray ADDRESS`): `serve_run` (start, rescale,
+stop), `serve_app` (one replica), `serve_gate` (auth and the task key, in Ray Serve's proxy),
+`affinity` (the request router: a task's rollouts on one replica).
 """
 from __future__ import annotations
 

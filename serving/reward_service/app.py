@@ -160,7 +160,8 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         return {"status": "draining" if service.draining else "ok", "queue_depth": q.depth,
                 "queue_capacity": q.capacity, "queue_high_water": q.high_water,
                 "bytes_in_flight": b.in_flight, "bytes_capacity": b.capacity,
-                "bytes_high_water": b.high_water, "pipeline_runs": service.session.runs}
+                "bytes_high_water": b.high_water, "pipeline_runs": service.session.runs,
+                **({"replica": service.replica} if service.replica else {})}
 
     @app.get("/metrics")
     async def metrics() -> Response:

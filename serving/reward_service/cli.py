@@ -34,6 +34,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--grace-s", type=float, default=30.0, help="shutdown: seconds to finish in-flight work")
     p.add_argument("--body-timeout-s", type=float, default=60.0,
                    help="seconds a client may take to send its request body (408 after)")
+    p.add_argument("--replicas", type=int, default=1, help="replicas on Ray Serve, with task affinity (every "
+                   "rollout of a task on one replica); 1 without --ray: one process, no Ray (default)")
+    p.add_argument("--ray", metavar="ADDRESS", help="run on Ray Serve in this cluster (host:port, auto); "
+                   "'local': a private local instance (what --replicas N > 1 starts by default)")
     add_scoring_args(p, default_concurrency=32, files=False)  # paths: --media-root
     p.set_defaults(func=run)
 
@@ -65,4 +69,15 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.replicas < 1:
+        print("error: --replicas must be at least 1", file=sys.stderr)
+        return 2
+    if args.replicas > 1 or args.ray:
+        try:
+            from .serve_run import serve_replicas
+        except ImportError as exc:
+            print(f"error: --replicas/--ray need Ray Serve (pip install 'cua-verifier[ray]'): {exc}",
+                  file=sys.stderr)
+            return 2
+        return serve_replicas(settings, config, replicas=args.replicas, ray_address=args.ray)
     return serve(settings, config, log_level="info" if args.verbose else "warning")

@@ -126,6 +126,7 @@ class RewardService:
         self.budget = ByteBudget(config.max_inflight_bytes, wait_s=config.admission_wait_s)
         self.root = config.media_path()
         self.draining = False
+        self.replica: str | None = None  # the Ray Serve replica id (serve_app), None in one process
         self._abort: asyncio.Event | None = None
         self.tasks: set[asyncio.Task] = set()
         self._trimming = False

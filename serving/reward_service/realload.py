@@ -79,8 +79,10 @@ class ProcessWatch:
         return tree_cpu(self.proc)
 
 
-async def post_all(url: str, bodies: list[bytes], *, clients: int, timeout_s: float = 1800) -> dict[str, Any]:
-    """POST every body to `url` (at most `clients` at once); 429/503 retried after Retry-After."""
+async def post_all(url: str, bodies: list[bytes], *, clients: int, timeout_s: float = 1800,
+                   tasks: list[str] | None = None) -> dict[str, Any]:
+    """POST every body to `url` (at most `clients` at once); 429/503 retried after Retry-After.
+    `tasks`: each body's task id, sent as X-CUA-Task as the TRL client does (replica routing)."""
     import httpx
 
     sem = asyncio.Semaphore(clients)
@@ -89,11 +91,12 @@ async def post_all(url: str, bodies: list[bytes], *, clients: int, timeout_s: fl
     latencies: list[float] = []
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
 
-    async def one(client: httpx.AsyncClient, body: bytes) -> None:
+    async def one(client: httpx.AsyncClient, body: bytes, task: str) -> None:
+        headers = {"Content-Type": "application/json", **({"X-CUA-Task": task} if task else {})}
         async with sem:
             t0 = time.perf_counter()
             while True:
-                resp = await client.post(url, content=body, headers={"Content-Type": "application/json"})
+                resp = await client.post(url, content=body, headers=headers)
                 if resp.status_code in (429, 503):
                     counts[f"retried_{resp.status_code}"] += 1
                     await asyncio.sleep(float(resp.headers.get("retry-after", "1")))
@@ -108,7 +111,8 @@ async def post_all(url: str, bodies: list[bytes], *, clients: int, timeout_s: fl
 
     t0 = time.perf_counter()
     async with httpx.AsyncClient(timeout=timeout_s, limits=limits) as client:
-        await asyncio.gather(*(one(client, b) for b in bodies))
+        await asyncio.gather(*(one(client, b, t) for b, t in zip(bodies, tasks or [""] * len(bodies),
+                                                                  strict=True)))
     wall = time.perf_counter() - t0
     latencies.sort()
     return {**counts, "wall_s": wall, "p50_s": latencies[len(latencies) // 2] if latencies else None,
@@ -156,11 +160,12 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
     from verifier.perf.shots import describe, source_pngs, trajectory
 
     sources = source_pngs()
-    bodies = []
+    bodies, tasks = [], []
     for k in range(n):
         traj = trajectory(m, sources, run=f"r{k}")
         traj.task.id = f"bench-task-{k // group}"
         bodies.append(verify_body(traj))
+        tasks.append(traj.task.id)
     judge = start_latency_judge(latency_s)
     try:
         proc, url = start_service(judge.url, service_args)
@@ -170,14 +175,14 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
             base_rss, cpu0 = watch.rss(), watch.cpu()
             load_before = machine_load()
             with watch:
-                figures = asyncio.run(post_all(url + "/v1/verify", bodies, clients=clients))
+                figures = asyncio.run(post_all(url + "/v1/verify", bodies, clients=clients, tasks=tasks))
                 cpu = watch.cpu() - cpu0
                 end_rss = watch.rss()
                 time.sleep(after_s)
                 after_rss = watch.rss()
         finally:
             proc.terminate()
-            proc.wait(60)
+            proc.wait(180)  # a Ray Serve deployment drains, then its local Ray stops
     finally:
         judge.stop()
     mb = 2**20

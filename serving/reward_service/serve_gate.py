@@ -1,0 +1,131 @@
+"""The gate in front of Ray Serve's HTTP proxy: auth and size before the body, then the task key.
+
+Why in the proxy: Ray Serve's proxy reads a request's whole body into its own queue as soon as the
+request is routed, whoever sent it. The replica's `Gate` (app.py) would refuse an unauthenticated
+client only after the proxy had taken its bytes. This ASGI middleware runs in the proxy before
+that: a missing or wrong API key (every path but /health) is 401, a `Content-Length` over the
+limit 413, and nothing of the body is read.
+
+Then it sets the routing key that `TaskAffinityRouter` reads (the session header, which the proxy
+turns into the request's session id): the task id from the `X-CUA-Task` header that the project's
+client sends, or, for a client that does not send it, from the body (read bounded in size and time,
+parsed, and replayed to the proxy unchanged). A session header sent by the client is dropped, so
+only the task decides where a rollout goes. Every answer carries `X-CUA-Gate: proxy`, by which
+`serve-reward` checks at start that the cluster's proxies run this gate.
+
+Ray Serve loads it from `RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH` (`proxy_middlewares`), in the
+proxy's process; its settings come from the `CUA_SERVE_GATE` variable (JSON), set by `serve-reward`
+for a local cluster and by the operator (`ray start`) on a cluster it joins.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+from urllib.parse import quote
+
+from .app import _error, _key_matches, _read_bounded, _replay
+from .body import BadBody, parse_json
+from .config import DEFAULT_KEY_ENV
+
+GATE_ENV = "CUA_SERVE_GATE"
+CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
+CALLBACK = "serving.reward_service.serve_gate:proxy_middlewares"
+MARKER = (b"x-cua-gate", b"proxy")
+TASK_HEADER = b"x-cua-task"
+OPEN_PATHS = ("/health", "/-/healthz")
+
+
+def session_header() -> bytes:
+    """The header Ray Serve's proxy reads as the session id (RAY_SERVE_SESSION_ID_HEADER_KEY)."""
+    try:
+        from ray.serve._private.constants import SERVE_SESSION_ID
+    except ImportError:  # pragma: no cover - older Ray: the documented default
+        SERVE_SESSION_ID = "x-session-id"
+    return SERVE_SESSION_ID.lower().encode("latin-1")
+
+
+def task_of_body(data: Any) -> str | None:
+    """The task id of a /v1/verify or /v1/verify/batch body (a batch: its first rollout's)."""
+    if not isinstance(data, dict):
+        return None
+    traj = data.get("trajectory")
+    if traj is None and isinstance(data.get("trajectories"), list) and data["trajectories"]:
+        traj = data["trajectories"][0]
+    task = traj.get("task") if isinstance(traj, dict) else None
+    tid = task.get("id") if isinstance(task, dict) else None
+    return quote(str(tid), safe="") if tid not in (None, "") else None  # as the client sends it
+
+
+class ProxyGate:
+    """Pure ASGI middleware for Ray Serve's proxy (see the module docstring)."""
+
+    def __init__(self, app: Any, *, api_key_env: str = DEFAULT_KEY_ENV, max_body_bytes: int = 64 * 2**20,
+                 body_timeout_s: float = 60.0) -> None:
+        self.app, self.max_body_bytes, self.body_timeout_s = app, max_body_bytes, body_timeout_s
+        self.key = (os.environ.get(api_key_env) or "").strip() or None
+        self.session = session_header()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def marked(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), MARKER]}
+            await send(message)
+
+        headers = dict(scope["headers"])
+        try:
+            length = int(headers[b"content-length"]) if b"content-length" in headers else None
+        except ValueError:
+            length = None
+        if scope.get("path", "") not in OPEN_PATHS and not _key_matches(headers, self.key):
+            refusal = _error(401, "unauthorised", "invalid or missing API key", {"WWW-Authenticate": "Bearer"})
+            return await refusal(scope, _replay(b""), marked)
+        if length is not None and length > self.max_body_bytes:
+            refusal = _error(413, "too_large", f"request body over {self.max_body_bytes} bytes")
+            return await refusal(scope, _replay(b""), marked)
+        task = headers.get(TASK_HEADER, b"").decode("latin-1").strip() or None
+        if task is None and scope.get("method") == "POST":
+            body = await _read_bounded(receive, self.max_body_bytes, self.body_timeout_s)
+            if not isinstance(body, bytes):  # too large / too slow: the replica's answer, here
+                status, kind = (413, "too_large") if body == "too_large" else (408, "timeout")
+                return await _error(status, kind, f"request body {kind.replace('_', ' ')}")(scope, _replay(b""), marked)
+            try:
+                task = task_of_body(parse_json(body))
+            except BadBody:
+                task = None  # the replica answers the 422
+            receive = _replay_then(body, receive)
+        kept = [(k, v) for k, v in scope["headers"] if k.lower() != self.session]
+        if task is not None:
+            kept.append((self.session, task.encode("latin-1", "replace")))
+        await self.app({**scope, "headers": kept}, receive, marked)
+
+
+def _replay_then(body: bytes, receive: Any) -> Any:
+    """The body read here, then the client's own messages: the proxy keeps listening for the
+    client's disconnect after the body (a replay that answered `http.disconnect` next would make
+    it cancel the request)."""
+    replayed = {"done": False}
+
+    async def again() -> dict:
+        if replayed["done"]:
+            return await receive()
+        replayed["done"] = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again
+
+
+def gate_settings(api_key_env: str, max_body_bytes: int, body_timeout_s: float) -> str:
+    return json.dumps({"api_key_env": api_key_env, "max_body_bytes": max_body_bytes,
+                       "body_timeout_s": body_timeout_s})
+
+
+def proxy_middlewares() -> list[Any]:
+    """Ray Serve's HTTP proxy callback: the middleware list (our gate, from $CUA_SERVE_GATE)."""
+    from starlette.middleware import Middleware
+
+    options = json.loads(os.environ.get(GATE_ENV) or "{}")
+    return [Middleware(ProxyGate, **options)]

@@ -1,0 +1,110 @@
+"""The reward service on a real local Ray Serve: 1 replica, then 2, with the task-affinity router.
+
+One Ray instance for the module (starting it is most of the cost); the deployment is rescaled from
+1 to 2 replicas in place. The judge is the loopback echo judge in this process, counting rubric calls.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections import Counter
+from urllib.parse import quote
+
+import pytest
+
+pytest.importorskip("ray.serve")
+httpx = pytest.importorskip("httpx")
+
+from serving.reward_service.config import ServiceConfig
+from serving.reward_service.loadtest import LoopbackJudge, trajectory
+from serving.reward_service.serve_run import ServeDeployment
+from verifier.settings import RewardSettings
+
+pytestmark = pytest.mark.slow
+
+KEY_ENV, KEY = "CUA_TEST_SERVE_KEY", "serve-s3cret"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+
+
+@pytest.fixture(scope="module")
+def served():
+    mp = pytest.MonkeyPatch()
+    mp.setenv(KEY_ENV, KEY)
+    judge = LoopbackJudge(latency_s=0.05).start()
+    settings = RewardSettings(judge={"base_urls": [judge.url], "model": "echo", "max_concurrency": 32,
+                                     "backoff_initial_s": 0.05, "timeout_s": 60})
+    dep = ServeDeployment(settings, ServiceConfig(port=0, api_key_env=KEY_ENV, grace_s=5))
+    try:
+        dep.start(1)
+        yield dep, judge
+    finally:
+        dep.stop()
+        judge.stop()
+        mp.undo()
+
+
+async def _verify_all(url: str, trajs_and_header: list) -> list:
+    """POST each rollout at once; with its X-CUA-Task header or without (the gate reads the body)."""
+    async def one(client, traj, header: bool):
+        headers = {**AUTH, "Content-Type": "application/json"}
+        if header:
+            headers["X-CUA-Task"] = quote(traj.task.id, safe="")
+        body = json.dumps({"trajectory": traj.model_dump(mode="json")})
+        return await client.post(url + "/v1/verify", content=body, headers=headers)
+
+    async with httpx.AsyncClient(timeout=120) as client:
+        return await asyncio.gather(*(one(client, t, h) for t, h in trajs_and_header))
+
+
+async def _group(url: str, task: str, n: int) -> list:
+    """`n` rollouts of `task` at once through the real client (reward.remote, which sends X-CUA-Task)."""
+    from reward.remote import RemoteSession, RemoteSettings
+
+    session = RemoteSession(RemoteSettings(url=url, api_key_env=KEY_ENV, max_concurrency=n))
+    try:
+        return await asyncio.gather(*(session.verify(trajectory(k, task)) for k in range(n)))
+    finally:
+        await session.aclose()
+
+
+def test_one_replica_health_auth_and_one_rubric_per_group(served):
+    dep, judge = served
+    health = httpx.get(dep.url + "/health")
+    assert health.status_code == 200 and health.json()["status"] == "ok" and health.json()["replica"]
+    assert health.headers["x-cua-gate"] == "proxy"
+    # No key: refused by the proxy's gate before the body is read. The request declares 1 MB and
+    # sends none of it; had anything waited for the body, no answer would come back.
+    with socket.create_connection(("127.0.0.1", dep.port), timeout=30) as s:
+        s.sendall(b"POST /v1/verify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 1048576\r\n\r\n")
+        head = s.recv(4096)
+    assert head.startswith(b"HTTP/1.1 401") and b"x-cua-gate: proxy" in head.lower()
+    assert httpx.get(dep.url + "/metrics").status_code == 401
+    assert httpx.get(dep.url + "/metrics", headers=AUTH).status_code == 200
+    before = judge.rubric_calls
+    outcomes = asyncio.run(_group(dep.url, "one-replica-task", 4))
+    assert all(o.ok for o in outcomes), [str(o.error) for o in outcomes if not o.ok]
+    assert judge.rubric_calls - before == 1
+
+
+def test_two_replicas_keep_a_group_on_one_replica_and_spread_tasks(served):
+    dep, judge = served
+    dep.deploy(2)
+
+    before = judge.rubric_calls
+    outcomes = asyncio.run(_group(dep.url, "group-of-8", 8))  # 8 concurrent rollouts of one task
+    assert all(o.ok for o in outcomes), [str(o.error) for o in outcomes if not o.ok]
+    assert judge.rubric_calls - before == 1  # one rubric for the group, across 2 replicas
+
+    before = judge.rubric_calls
+    served_by: dict[str, set[str]] = {}
+    # 8 tasks, 2 rollouts each, all at once: the second without the header (body fallback)
+    plan = [(trajectory(j, f"spread-{k}"), j == 0) for k in range(8) for j in range(2)]
+    for (traj, _), resp in zip(plan, asyncio.run(_verify_all(dep.url, plan)), strict=True):
+        assert resp.status_code == 200, resp.text
+        served_by.setdefault(traj.task.id, set()).add(resp.headers["x-cua-replica"])
+    assert all(len(r) == 1 for r in served_by.values()), served_by  # header or body: the same replica
+    per_replica = Counter(next(iter(r)) for r in served_by.values())
+    assert len(per_replica) == 2, per_replica  # the tasks use both replicas
+    assert judge.rubric_calls - before == 8  # one rubric per task

@@ -1,0 +1,134 @@
+"""The Ray Serve pieces without a cluster: the task-affinity router's choice and the proxy gate."""
+from __future__ import annotations
+
+import asyncio
+import json
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("ray.serve")
+pytest.importorskip("fastapi")
+
+from serving.reward_service.affinity import TaskAffinityRouter, owner_index
+from serving.reward_service.serve_gate import MARKER, ProxyGate, session_header, task_of_body
+
+KEY_ENV = "CUA_TEST_GATE_KEY"
+
+
+def _replicas(*ids: str) -> list:
+    return [SimpleNamespace(replica_id=SimpleNamespace(unique_id=i)) for i in ids]
+
+
+def _pending(session_id: str) -> SimpleNamespace:
+    return SimpleNamespace(metadata=SimpleNamespace(session_id=session_id),
+                           routing_context=SimpleNamespace(should_backoff=False))
+
+
+def _choose(replicas: list, pending: SimpleNamespace | None) -> list:
+    # choose_replicas reads nothing of the router's state: called unbound, no cluster needed
+    return asyncio.run(TaskAffinityRouter.choose_replicas(None, replicas, pending))  # type: ignore[arg-type]
+
+
+def test_router_sends_a_task_to_one_replica_and_waits_for_it():
+    reps = _replicas("r-a", "r-b")
+    owners = set()
+    for task in (f"task-{k}" for k in range(16)):
+        pending = _pending(task)
+        ranks = [_choose(reps, pending) for _ in range(3)]
+        assert all(r == ranks[0] for r in ranks) and len(ranks[0]) == 1 and len(ranks[0][0]) == 1
+        assert pending.routing_context.should_backoff  # a full owner is waited for, never bypassed
+        owners.add(ranks[0][0][0].replica_id.unique_id)
+    assert owners == {"r-a", "r-b"}  # 16 tasks use both replicas
+
+
+def test_router_without_a_key_or_with_one_replica_offers_every_candidate():
+    reps = _replicas("r-a", "r-b")
+    assert _choose(reps, _pending("")) == [reps]  # /health, /metrics: the least loaded
+    assert _choose(reps, None) == [reps]
+    one = _replicas("only")
+    assert _choose(one, _pending("task-1")) == [one]
+
+
+def test_owner_moves_only_for_keys_of_a_removed_replica():
+    keys = [f"t{k}" for k in range(200)]
+    three = ["a", "b", "c"]
+    before = {k: three[owner_index(k, three)] for k in keys}
+    after = {k: ["a", "b"][owner_index(k, ["a", "b"])] for k in keys}
+    assert all(after[k] == before[k] for k in keys if before[k] != "c")
+
+
+def test_task_of_body_reads_single_and_batch_bodies():
+    assert task_of_body({"trajectory": {"task": {"id": "a b/é"}}}) == "a%20b%2F%C3%A9"  # as the client quotes it
+    assert task_of_body({"trajectories": [{"task": {"id": "t1"}}, {"task": {"id": "t2"}}]}) == "t1"
+    assert task_of_body({"query": ["x"]}) is None and task_of_body([1]) is None
+
+
+class _App:
+    """The proxy behind the gate: records the scope and the body it was given."""
+
+    def __init__(self) -> None:
+        self.scope: dict | None = None
+        self.body = b""
+        self.after: dict = {}
+
+    async def __call__(self, scope, receive, send):
+        self.scope = scope
+        while True:
+            msg = await receive()
+            self.body += msg.get("body", b"")
+            if not msg.get("more_body"):
+                break
+        self.after = await receive()  # Ray Serve's proxy listens on for the client's disconnect
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
+def _call(gate: ProxyGate, headers: list, chunks: list[bytes], path: str = "/v1/verify") -> tuple[list, int]:
+    sent: list = []
+    reads = {"n": 0}
+
+    async def receive():
+        reads["n"] += 1
+        chunk = chunks.pop(0) if chunks else b""
+        return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
+
+    async def send(msg):
+        sent.append(msg)
+
+    scope = {"type": "http", "method": "POST", "path": path, "headers": headers}
+    asyncio.run(gate(scope, receive, send))
+    return sent, reads["n"]
+
+
+def _gate(monkeypatch, **kw) -> tuple[ProxyGate, _App]:
+    monkeypatch.setenv(KEY_ENV, "s3cret")
+    app = _App()
+    return ProxyGate(app, api_key_env=KEY_ENV, **kw), app
+
+
+def test_gate_refuses_before_reading_the_body(monkeypatch):
+    gate, app = _gate(monkeypatch, max_body_bytes=1024)
+    sent, reads = _call(gate, [(b"content-length", b"10")], [b"x" * 10])
+    assert sent[0]["status"] == 401 and MARKER in sent[0]["headers"] and reads == 0 and app.scope is None
+    sent, reads = _call(gate, [(b"authorization", b"Bearer s3cret"), (b"content-length", b"4096")], [b"x"])
+    assert sent[0]["status"] == 413 and reads == 0 and app.scope is None
+    sent, _ = _call(gate, [], [], path="/health")  # /health stays open
+    assert sent[0]["status"] == 200
+
+
+def test_gate_routes_by_task_header_or_body_and_drops_a_client_session(monkeypatch):
+    gate, app = _gate(monkeypatch)
+    auth = (b"authorization", b"Bearer s3cret")
+    sess = session_header()
+    _call(gate, [auth, (b"x-cua-task", b"t-7"), (sess, b"forged")], [b"{}"])
+    assert dict(app.scope["headers"])[sess] == b"t-7" and [k for k, _ in app.scope["headers"]].count(sess) == 1
+    assert app.body == b"{}"  # the body as sent
+    body = json.dumps({"trajectory": {"task": {"id": "t-9"}, "steps": []}}).encode()
+    gate, app = _gate(monkeypatch)
+    _call(gate, [auth, (sess, b"forged")], [body[:10], body[10:]])
+    assert dict(app.scope["headers"])[sess] == b"t-9" and app.body == body  # parsed, then replayed whole
+    assert app.after["type"] == "http.request"  # then the client's own messages, not a made-up disconnect
+    gate, app = _gate(monkeypatch)
+    _call(gate, [auth], [b"not json"])
+    assert sess not in dict(app.scope["headers"]) and app.body == b"not json"  # the replica answers the 422
