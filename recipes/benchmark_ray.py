@@ -67,7 +67,7 @@ class RssWatch(threading.Thread):
 
 
 def uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    return subprocess.run(["uptime"], check=False, capture_output=True, text=True).stdout.strip()
 
 
 def one_run(n: int, src: Path, cfg: Path, tmp: str, judge: object) -> dict:
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     from verifier.perf.run import start_latency_judge
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--rows", type=int, default=40)
+    p.add_argument("--rows", "--rollouts", type=int, default=40)
     p.add_argument("--tasks", type=int, default=8)
     p.add_argument("--shots", type=int, default=32, help="inline screenshots per row")
     p.add_argument("--latency", type=float, default=0.5)

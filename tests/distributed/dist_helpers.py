@@ -57,7 +57,7 @@ def write_inline_source(path: Path, *, rows: int, tasks: int, shots: int) -> Pat
 class JudgeProcess:
     """`LoopbackJudge` in a child process; `by_schema()` ends it and returns its counts."""
 
-    def __enter__(self) -> JudgeProcess:
+    def __enter__(self) -> JudgeProcess:  # noqa: PYI034 - a final helper class
         self.proc = subprocess.Popen([sys.executable, "-c", _JUDGE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, env=_env())
         self.url = self.proc.stdout.readline().strip()  # type: ignore[union-attr]
