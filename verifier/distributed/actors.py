@@ -74,7 +74,9 @@ class ShardReader:
         `skip`: ids in the result log (resume); `also_skip`: ids the driver finished in this run
         (a replacement actor must not redo them). Both are ids only."""
         events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        slots = asyncio.Semaphore(max(1, inflight))
+        # rows held at once: what the session verifies at once, and one read ahead (a held row with
+        # inline screenshots is tens of MB: reading further ahead only costs memory)
+        slots = asyncio.Semaphore(max(1, min(inflight, self.session.settings.max_concurrency + 1)))
         tasks: set[asyncio.Task[None]] = set()
         none_if_degraded = self.session.settings.none_if_degraded
 
@@ -92,12 +94,12 @@ class ShardReader:
                 slots.release()
 
         async def read() -> None:
-            it, seen, skipped = spec.items(), set[str](), 0
+            it, seen, skipped = await asyncio.to_thread(spec.items), set[str](), 0  # may open a hub dataset
             while True:
-                await slots.acquire()  # at most `inflight` rows of this actor held at once
-                item, key = await asyncio.to_thread(_next_owned, it, index, count, spec.shard, skip,
-                                                    also_skip, seen)
-                skipped += key
+                await slots.acquire()
+                item, passed = await asyncio.to_thread(_next_owned, it, index, count, spec.shard, skip,
+                                                       also_skip, seen)
+                skipped += passed
                 if item is None:
                     slots.release()
                     break
