@@ -91,12 +91,13 @@ def test_ray_backend_reads_a_browser_use_file_with_the_loaders(shared_data, tmp_
     --instruction), never as a JSON data file for Ray Data; Ray itself is not needed to list it."""
     import sys
 
-    from verifier.distributed.ray_backend import _rows
+    from verifier.distributed.ray_backend import source_spec
+    from verifier.settings import RewardSettings
 
     monkeypatch.setitem(sys.modules, "ray", None)  # an import of ray (Ray Data) would fail here
     src = tmp_path / "AgentHistory.json"
     shutil.copy(shared_data / "trajectories" / "browser-use-jakkaj-bfcl" / "AgentHistory.json", src)
     args = build_parser().parse_args(["score-dataset", str(src), "--out", str(tmp_path / "o.jsonl"),
                                       "--instruction", "Find the leaderboards"])
-    ((rid, _desc, load),) = list(_rows(args, None))
+    ((rid, _desc, load),) = list(source_spec(args, RewardSettings()).items())  # as each actor reads it
     assert rid == "AgentHistory.json" and load().task.instruction == "Find the leaderboards"

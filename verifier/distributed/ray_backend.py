@@ -1,56 +1,34 @@
-"""`score-dataset --ray`: verify on a pool of async Ray actors, writing results as they finish.
+"""`score-dataset --ray`: verify on a pool of Ray actors that read the source themselves.
 
-Design:
-- The source is read as the local command reads it; data files and hub datasets stream through
-  Ray Data (`read_parquet` / `read_json` / `read_csv` / `from_huggingface`), folders through the
-  project's loaders. Rows already scored in the output log are skipped (resume).
-- Each actor holds one `VerifierSession` (one stage cache, its own judge client to the shared
-  judge replicas) and runs many verifications at once (async actor). A rollout goes to actor
-  `stable_bucket(task_id, N)`, so a task's rubric is written once.
-- The driver keeps a bounded number of rows in flight, writes each record (fsync) as its future
-  completes, and owns the only writer: a record exists once or not at all.
-- An actor that dies (killed, OOM, node lost) fails its in-flight futures; the driver replaces it
-  and resubmits exactly those rows (up to `MAX_ATTEMPTS`, then an unscored record), so no row is
-  lost and none is written twice.
+Design (issue 21 §5: the driver is out of the data path):
+- The driver sends each actor the source's name and options and the ids already in the result
+  log (resume); it receives ids and finished records only. Each actor reads the whole source on
+  its own node and scores the rows whose task hashes to its bucket (`actors.ShardReader`), so a
+  task's rubric is written once, and no row's bytes pass through the driver.
+- The driver owns the only writer: it writes each record (fsync) as it arrives; a record exists
+  once or not at all (a late duplicate is dropped by id).
+- An actor that dies (killed, OOM, node lost) ends its stream with an error; the driver knows which
+  rows it held (its "start" events), replaces it, and the replacement reads its shard again,
+  skipping every row already written. Rows held by an actor that died `MAX_ATTEMPTS` times become
+  unscored records, so no row is lost and none is written twice.
 """
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Iterator
-from itertools import islice
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..records import ResultWriter, ScoreRecord, summarize
-from ..sources.items import Unscored, score_one
-from .shard import keyed, parse_shard, stable_bucket
+from .actors import ShardReader, SourceSpec
+from .shard import parse_shard
+from .shipping import project_runtime_env
 
 MAX_ATTEMPTS = 3
 PER_ACTOR_INFLIGHT = 16
-
-
-class VerifierActor:
-    """One stage cache and judge client; `score` is async, so one actor verifies many rows at once."""
-
-    def __init__(self, settings: Any) -> None:
-        from ..session import VerifierSession
-
-        self.session = VerifierSession(settings)
-
-    async def score(self, rid: str, desc: str, thunk: Callable[[], Any]) -> str:
-        async def verify_one(traj: Any) -> Any:
-            outcome = await self.session.verify(traj)
-            if outcome.error is not None:
-                raise Unscored(outcome.error)
-            return outcome.result
-
-        record = await score_one(rid, desc, thunk, verify_one, self.session.settings.none_if_degraded)
-        return record.to_json_line()
-
-    def pid(self) -> int:
-        return os.getpid()
 
 
 class ActorPool:
@@ -59,7 +37,7 @@ class ActorPool:
     def __init__(self, settings: Any, n: int, cpus: float) -> None:
         import ray
 
-        self._cls = ray.remote(VerifierActor).options(num_cpus=cpus, max_concurrency=PER_ACTOR_INFLIGHT * 4)
+        self._cls = ray.remote(ShardReader).options(num_cpus=cpus, max_concurrency=4)
         self.settings = settings
         self.actors = [self._cls.remote(settings) for _ in range(n)]
         self.restarts = 0
@@ -76,30 +54,19 @@ class ActorPool:
             ray.kill(actor)
 
 
-def _rows(args: argparse.Namespace, answer_tools: Any, outside: bool = False) -> Iterator[Any]:
-    """Items of SOURCE (the first --limit of them): Ray Data for data files and hub names, the
-    loaders for folders and native JSONL (screenshots confined unless `outside`)."""
-    items = _source(args, answer_tools, outside)
-    return islice(items, args.limit) if getattr(args, "limit", None) else items
-
-
-def _source(args: argparse.Namespace, answer_tools: Any, outside: bool = False) -> Iterator[Any]:
-    from ..options import single_run, task_options
-    from ..sources.rows import DATA_SUFFIXES, is_run_source, iter_folder, iter_rows, load_rows
+def source_spec(args: argparse.Namespace, settings: Any) -> SourceSpec:
+    """What the actors need to read SOURCE: names and options only (the driver opens nothing)."""
+    from ..options import task_options
 
     path = Path(args.source)
-    if is_run_source(path):  # as `score-dataset` reads it without Ray, --task-file / --instruction included
-        options = task_options(args)
-        return iter(single_run(iter_folder(path, outside, options), options))
-    import ray.data
-
-    kind = DATA_SUFFIXES.get(path.suffix.lower()) if path.is_file() else None
-    readers = {"parquet": ray.data.read_parquet, "json": ray.data.read_json, "csv": ray.data.read_csv}
-    if kind in readers:
-        ds = readers[kind](str(path))
-    else:  # a hub dataset (or .arrow): opened by `datasets`, streamed by Ray Data
-        ds = ray.data.from_huggingface(load_rows(args.source, split=args.split, name=args.name, streaming=False))
-    return iter_rows(ds.iter_rows(), args.source, args.id_column, answer_tools, outside)
+    tools = settings.answer_tools
+    return SourceSpec(source=args.source, path=str(path.resolve()) if path.exists() else args.source,
+                      split=getattr(args, "split", "train"), name=getattr(args, "name", None),
+                      streaming=bool(getattr(args, "streaming", False)), id_column=getattr(args, "id_column", None),
+                      limit=getattr(args, "limit", None), task_options=task_options(args),
+                      answer_tools=None if tools is None else tuple(tools),
+                      outside=bool(settings.verifier.get("allow_outside_screenshots", False)),
+                      shard=parse_shard(args.shard) if getattr(args, "shard", None) else None)
 
 
 def ray_init_kwargs(target: str | None, environ: Any = None) -> dict[str, Any]:
@@ -128,6 +95,7 @@ def init_ray(target: str | None, environ: Any = None) -> None:
     included) and the processes it starts, so the GCS, the raylet and the workers all listen on
     127.0.0.1 only; the same mode joins a cluster at a loopback address (Ray would otherwise
     rewrite 127.0.0.1 to the interface address and never reach it).
+    Joining a running cluster ships the project to its workers (`shipping.project_runtime_env`).
     """
     import ray
 
@@ -138,72 +106,112 @@ def init_ray(target: str | None, environ: Any = None) -> None:
         from ray._private import ray_constants
 
         ray_constants.ENABLE_RAY_CLUSTER = False
-    ray.init(**kwargs)
+    if kwargs["address"] == "local":  # this machine's workers import the project as the driver does
+        ray.init(**kwargs)
+    else:  # a running cluster's workers may be on other machines: the project's code travels along
+        ray.init(**kwargs, runtime_env=project_runtime_env())
 
 
 def run_ray(args: argparse.Namespace, settings: Any, writer: ResultWriter, *,
             on_record: Callable[[ScoreRecord, ActorPool], None] | None = None) -> dict[str, Any]:
     """Score SOURCE on Ray into `writer`; returns the summary (with this run's counts and Ray figures)."""
     import ray
-    from ray.exceptions import RayActorError
 
     started_here = not ray.is_initialized()
     if started_here:
         init_ray(args.ray)
     pool = ActorPool(settings, args.actors, args.actor_cpus)
-    counts = {"scored": 0, "unscored": 0, "skipped": 0}
-    retried = 0
-    inflight: dict[Any, tuple[int, Any, Any, int]] = {}  # ref -> (bucket, actor, item, attempt)
-    shard = parse_shard(args.shard) if getattr(args, "shard", None) else None
-
-    def submit(bucket: int, item: Any, attempt: int) -> None:
-        actor = pool.actors[bucket]
-        inflight[actor.score.remote(*item)] = (bucket, actor, item, attempt)
-
-    def write(record: ScoreRecord) -> None:
-        writer.write(record)
-        counts[record.status] += 1
-        if on_record is not None:
-            on_record(record, pool)
-
-    def drain_one() -> None:
-        nonlocal retried
-        (ref,), _ = ray.wait(list(inflight), num_returns=1)
-        bucket, actor, item, attempt = inflight.pop(ref)
-        try:
-            line = ray.get(ref)
-        except RayActorError as exc:
-            pool.replace(bucket, actor)
-            if attempt + 1 < MAX_ATTEMPTS:
-                retried += 1
-                submit(bucket, item, attempt + 1)
-            else:
-                write(ScoreRecord.unscored(item[0], f"ActorDied: {exc}"[:500], source=item[1]))
-            return
-        write(ScoreRecord.model_validate_json(line))
-
     try:
-        done = writer.done_ids()
-        outside = bool(settings.verifier.get("allow_outside_screenshots", False))
-        for item in _rows(args, settings.answer_tools, outside):
-            if item[0] in done:
-                counts["skipped"] += 1
-                continue
-            done.add(item[0])
-            loaded, key = keyed(item)
-            if shard is not None and stable_bucket(key, shard[1]) != shard[0]:
-                continue
-            while len(inflight) >= PER_ACTOR_INFLIGHT * len(pool.actors):
-                drain_one()
-            submit(stable_bucket(key, len(pool.actors)), loaded, 0)
-        while inflight:
-            drain_one()
+        run = _Run(pool, source_spec(args, settings), writer, on_record)
+        run.until_done()
     finally:
         pool.shutdown()
         if started_here:
             ray.shutdown()
-    return {"this_run": counts, "ray": {"actors": len(pool.actors), "restarts": pool.restarts,
-                                        "retried": retried}, **summarize(writer.records())}
+    return {"this_run": run.counts, "ray": {"actors": len(pool.actors), "restarts": pool.restarts,
+                                            "retried": run.retried}, **summarize(writer.records())}
+
+
+class _Run:
+    """The driver's loop: one event stream per actor; ids and records in, records to the writer."""
+
+    def __init__(self, pool: ActorPool, spec: SourceSpec, writer: ResultWriter,
+                 on_record: Callable[[ScoreRecord, ActorPool], None] | None) -> None:
+        import ray
+
+        self.pool, self.spec, self.writer, self.on_record = pool, spec, writer, on_record
+        self.skip = ray.put(frozenset(writer.done_ids()))  # one copy in the object store, ids only
+        self.finished: set[str] = set()  # written (or given up) in this run
+        self.holding: list[dict[str, str]] = [{} for _ in pool.actors]  # bucket -> {id: description}
+        self.deaths: Counter[str] = Counter()
+        self.barren = [0] * len(pool.actors)  # deaths of a bucket in a row with no record in between
+        self.counts = {"scored": 0, "unscored": 0, "skipped": 0}
+        self.skipped: int | None = None
+        self.retried = 0
+        self.streams: dict[Any, tuple[int, Any]] = {}
+        for bucket in range(len(pool.actors)):
+            self._start(bucket)
+
+    def _start(self, bucket: int) -> None:
+        actor = self.pool.actors[bucket]
+        stream = actor.run.remote(self.spec, bucket, len(self.pool.actors), self.skip,
+                                  frozenset(self.finished), PER_ACTOR_INFLIGHT)
+        self.streams[stream] = (bucket, actor)
+
+    def until_done(self) -> None:
+        import ray
+        from ray.exceptions import RayActorError
+
+        while self.streams:
+            (stream,), _ = ray.wait(list(self.streams), num_returns=1)
+            bucket, actor = self.streams[stream]
+            try:
+                kind, value = ray.get(next(stream))
+            except StopIteration:
+                del self.streams[stream]
+                if self.holding[bucket]:  # ended holding rows: handled as a death (never silently lost)
+                    self._died(bucket, actor, "the actor's stream ended with rows unfinished")
+                continue
+            except RayActorError as exc:
+                del self.streams[stream]
+                self._died(bucket, actor, f"ActorDied: {exc}")
+                continue
+            if kind == "start":
+                self.holding[bucket][value[0]] = value[1]
+            elif kind == "done":
+                record = ScoreRecord.model_validate_json(value)
+                self.holding[bucket].pop(record.id, None)
+                self.barren[bucket] = 0
+                self._write(record)
+            elif kind == "read" and self.skipped is None:  # every actor counts the same rows
+                self.skipped = self.counts["skipped"] = value
+
+    def _write(self, record: ScoreRecord) -> None:
+        if record.id in self.finished:  # a row re-read by a replacement after its record came in
+            return
+        self.finished.add(record.id)
+        self.writer.write(record)
+        self.counts[record.status] += 1
+        if self.on_record is not None:
+            self.on_record(record, self.pool)
+
+    def _died(self, bucket: int, actor: Any, reason: str) -> None:
+        """Replace the actor; the rows it held are retried by its replacement, or recorded unscored
+        after `MAX_ATTEMPTS` deaths; a bucket whose actors keep dying before any record fails the run."""
+        self.pool.replace(bucket, actor)
+        self.barren[bucket] += 1
+        for rid, desc in self.holding[bucket].items():
+            self.deaths[rid] += 1
+            if self.deaths[rid] >= MAX_ATTEMPTS:
+                self._write(ScoreRecord.unscored(rid, reason[:500], source=desc))
+                self.barren[bucket] = 0  # a row given up is progress: its record is written
+            else:
+                self.retried += 1
+        self.holding[bucket].clear()
+        if self.barren[bucket] > MAX_ATTEMPTS:
+            raise RuntimeError(f"Ray actor {bucket} died {self.barren[bucket]} times in a row without "
+                               f"finishing a row: {reason}")
+        self._start(bucket)
 
 
 def score_on_ray(args: argparse.Namespace, settings: Any) -> dict[str, Any]:

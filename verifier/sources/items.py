@@ -134,42 +134,63 @@ def _same(value: Any) -> Any:
 
 
 def iter_native_file(path: Path, rid: str, outside: bool = False) -> Iterator[Item]:
-    """One item per record of a native `.json` / `.jsonl` file; a bad line fails alone."""
-    from ..loaders import load_native_record
+    """One item per record of a native `.json` / `.jsonl` file; a bad line fails alone.
 
+    A `.jsonl` file is read line by line: rows with inline screenshots run to tens of MB each, and
+    a reader (a Ray actor reads the whole source to keep its shard) must hold one line, not the file.
+    """
     base = os.path.abspath(path.parent)
     try:
-        text = path.read_text(encoding="utf-8")
+        lines = _jsonl_lines(path) if path.suffix.lower() == ".jsonl" else iter([(None, path.read_text(encoding="utf-8"))])
+        pending = next(lines, None)
     except (OSError, UnicodeDecodeError) as exc:
         yield failing(f"{rid}#0", str(path), TrajectoryError(f"cannot read trajectory file: {exc}",
                                                             file=str(path)))
         return
-    lines: list[tuple[int | None, str]]
-    if path.suffix.lower() == ".jsonl":
-        lines = [(no, line) for no, line in enumerate(text.splitlines(), start=1) if line.strip()]
-    else:
-        lines = [(None, text)]
     k = 0
-    for no, line in lines:
+    while pending is not None:
+        no, line = pending
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            hint = " (truncated last line?)" if no is not None and (no, line) == lines[-1] else ""
-            yield failing(f"{rid}#{k}", str(path), TrajectoryError(
-                f"invalid JSON{hint}: {exc.msg}", file=str(path), line=no if no is not None else exc.lineno))
+            pending = next(lines, None)
+        except (OSError, UnicodeDecodeError) as exc:  # mid-file: this line and the rest are lost, said so
+            yield failing(f"{rid}#{k}", str(path), TrajectoryError(f"cannot read trajectory file: {exc}",
+                                                                  file=str(path), line=no))
+            return
+        for item in _records(path, base, rid, k, no, line, last=pending is None, outside=outside):
+            yield item
             k += 1
-            continue
-        except RecursionError:  # nested ~1,000+ levels: that record fails alone, never the run
-            from ..loaders._common import too_deep
 
-            yield failing(f"{rid}#{k}", str(path), too_deep("trajectory file", file=str(path), line=no))
-            k += 1
-            continue
-        for record in data if (no is None and isinstance(data, list)) else [data]:
-            yield (f"{rid}#{k}", str(path) if no is None else f"{path}:{no}",
-                   partial(load_native_record, record, base_dir=base, file=str(path), line=no,
-                           allow_outside_screenshots=outside))
-            k += 1
+
+def _jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each non-blank line, read one at a time."""
+    with open(path, encoding="utf-8", newline="\n") as fh:
+        for no, line in enumerate(fh, start=1):
+            if line.strip():
+                yield no, line
+
+
+def _records(path: Path, base: str, rid: str, k: int, no: int | None, line: str, *, last: bool,
+             outside: bool) -> Iterator[Item]:
+    """The items of one line (or of a whole `.json` file, `no` None), numbered from `k`."""
+    from ..loaders import load_native_record
+
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        hint = " (truncated last line?)" if no is not None and last else ""
+        yield failing(f"{rid}#{k}", str(path), TrajectoryError(
+            f"invalid JSON{hint}: {exc.msg}", file=str(path), line=no if no is not None else exc.lineno))
+        return
+    except RecursionError:  # nested ~1,000+ levels: that record fails alone, never the run
+        from ..loaders._common import too_deep
+
+        yield failing(f"{rid}#{k}", str(path), too_deep("trajectory file", file=str(path), line=no))
+        return
+    for record in data if (no is None and isinstance(data, list)) else [data]:
+        yield (f"{rid}#{k}", str(path) if no is None else f"{path}:{no}",
+               partial(load_native_record, record, base_dir=base, file=str(path), line=no,
+                       allow_outside_screenshots=outside))
+        k += 1
 
 
 # ---- the scoring loop -------------------------------------------------------------------------

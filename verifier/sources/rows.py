@@ -27,9 +27,11 @@ DATA_SUFFIXES = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv
 
 def _is_native_jsonl(path: Path) -> bool:
     try:
-        with open(path, encoding="utf-8") as fh:
-            head = fh.read(1 << 16).lstrip()
-        text = head.split("\n", 1)[0] if path.suffix == ".jsonl" else path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":  # the whole first record: with inline screenshots it runs to MBs
+            with open(path, encoding="utf-8") as fh:
+                text = next((line for line in fh if line.strip()), "")
+        else:
+            text = path.read_text(encoding="utf-8")
         first = json.loads(text)
     except RecursionError:  # too deep for any reader: the native path records it as unscored
         return True

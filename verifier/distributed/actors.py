@@ -1,0 +1,152 @@
+"""The Ray side of `score-dataset --ray`: actors that read the source themselves and score their shard.
+
+Why the actors read: a row with inline screenshots is tens of MB. When the driver read rows and
+passed them to actors, it parsed and pickled every byte (its RSS grew to GBs with the row count
+in flight). Here each actor opens the source on its own node, walks every row in the same order,
+and keeps the rows whose task hashes to its bucket (`shard.keyed`: a task's rollouts all land on
+one actor, so its rubric is written once, in that actor's stage cache). What crosses to the
+driver are ids and finished records; what the driver sends is the source's name, ids to skip
+and the options. The cost is that each of N actors reads every row: cheap, since a row it does
+not keep is parsed for its task id only (`shard.task_hint`), never loaded.
+
+`ShardReader.run` is an async generator (a Ray streaming generator): it yields `("start", (id, description))`
+when it takes a row and `("done", record JSON)` when the row is finished, so the driver always
+knows which rows an actor holds, and can give exactly those to its replacement if it dies.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Collection, Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from ..sources.items import Item, Unscored, score_one
+from .shard import keyed, stable_bucket
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """What an actor needs to open SOURCE exactly as `score-dataset` does (small: no rows)."""
+
+    source: str  # as the user gave it (row descriptions, hub names)
+    path: str  # where to open it: the driver's absolute path of a local file or folder, else `source`
+    split: str = "train"
+    name: str | None = None
+    streaming: bool = False
+    id_column: str | None = None
+    limit: int | None = None
+    task_options: dict[str, Any] = field(default_factory=dict)
+    answer_tools: tuple[str, ...] | None = None
+    outside: bool = False
+    shard: tuple[int, int] | None = None  # --shard I/N, applied before the actor buckets
+
+    def items(self) -> Iterator[Item]:
+        """Every item of the source in its fixed order (the order decides `row-i` ids and --limit)."""
+        from ..options import single_run
+        from ..sources.rows import is_run_source, iter_folder, iter_rows, load_rows
+
+        path = Path(self.path)
+        if is_run_source(path):
+            items: Iterator[Item] = iter(single_run(iter_folder(path, self.outside, self.task_options),
+                                                    self.task_options))
+        else:  # a local data file streams (no cache copy per actor); a hub dataset as asked
+            ds = load_rows(self.path, split=self.split, name=self.name, streaming=self.streaming or path.is_file())
+            items = iter_rows(ds, self.source, self.id_column, self.answer_tools, self.outside)
+        return islice(items, self.limit) if self.limit else items
+
+
+class ShardReader:
+    """One stage cache and judge client; scores the rows of bucket `index` of `count`, many at once."""
+
+    def __init__(self, settings: Any) -> None:
+        from ..session import VerifierSession
+
+        self.session = VerifierSession(settings)
+
+    async def run(self, spec: SourceSpec, index: int, count: int, skip: Collection[str],
+                  also_skip: Collection[str] = (), inflight: int = 16) -> AsyncIterator[tuple[str, Any]]:
+        """Yield ("start", (id, description)), ("done", record JSON) per row of this bucket, and once
+        ("read", rows of the source already in `skip`) when the whole source has been read.
+
+        `skip`: ids in the result log (resume); `also_skip`: ids the driver finished in this run
+        (a replacement actor must not redo them). Both are ids only."""
+        events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        # rows held at once: what the session verifies at once, and one read ahead (a held row with
+        # inline screenshots is tens of MB: reading further ahead only costs memory)
+        slots = asyncio.Semaphore(max(1, min(inflight, self.session.settings.max_concurrency + 1)))
+        tasks: set[asyncio.Task[None]] = set()
+        none_if_degraded = self.session.settings.none_if_degraded
+
+        async def verify_one(traj: Any) -> Any:
+            outcome = await self.session.verify(traj)
+            if outcome.error is not None:
+                raise Unscored(outcome.error)
+            return outcome.result
+
+        async def score(item: Item) -> None:
+            try:
+                record = await score_one(*item, verify_one, none_if_degraded)
+                events.put_nowait(("done", record.to_json_line()))
+            finally:
+                slots.release()
+
+        async def read() -> None:
+            it, seen, skipped = await asyncio.to_thread(spec.items), set[str](), 0  # may open a hub dataset
+            while True:
+                await slots.acquire()
+                item, passed = await asyncio.to_thread(_next_owned, it, index, count, spec.shard, skip,
+                                                       also_skip, seen)
+                skipped += passed
+                if item is None:
+                    slots.release()
+                    break
+                events.put_nowait(("start", (item[0], item[1])))
+                task = asyncio.create_task(score(item))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            events.put_nowait(("read", skipped))
+
+        reader = asyncio.create_task(read())
+        try:
+            while True:
+                if reader.done() and reader.exception() is not None:
+                    raise reader.exception()  # type: ignore[misc]  # e.g. a ConfigError: a bad source
+                if reader.done() and not tasks and events.empty():
+                    return
+                getter = asyncio.ensure_future(events.get())
+                await asyncio.wait({getter, *tasks, *([] if reader.done() else [reader])},
+                                   return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+        finally:
+            reader.cancel()
+            for task in tasks:
+                task.cancel()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def _next_owned(it: Iterator[Item], index: int, count: int, shard: tuple[int, int] | None,
+                skip: Collection[str], also_skip: Collection[str], seen: set[str]) -> tuple[Item | None, int]:
+    """(the next item of bucket `index` not yet done, rows passed that were in `skip`); blocking."""
+    skipped = 0
+    for item in it:
+        rid = item[0]
+        if rid in seen or rid in skip:  # scored before, or an id met twice in this source
+            skipped += 1
+            continue
+        seen.add(rid)
+        if rid in also_skip:
+            continue
+        loaded, key = keyed(item)
+        if shard is not None and stable_bucket(key, shard[1]) != shard[0]:
+            continue
+        if stable_bucket(key, count) == index:
+            return loaded, skipped
+    return None, skipped
