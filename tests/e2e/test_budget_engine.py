@@ -47,9 +47,11 @@ async def test_a_long_run_is_trimmed_to_fit_and_says_so(engine):
           f"trims: {[(t.stage, t.cuts, t.tokens_before, t.tokens_after) for t in result.history.trims]}")
     assert_plumbing(result, spy, traj, model=engine.model)
     h = result.history
-    assert h.context_tokens == 32768 and h.trims and h.thoughts != "full"
-    for t in h.trims:
-        assert t.cuts == [s for s in STEPS if s in t.cuts] and t.tokens_after < t.tokens_before
+    cut = [t for t in h.trims if t.cuts]
+    assert h.context_tokens == 32768 and cut and h.thoughts != "full"
+    for t in h.trims:  # a trim is a cut in the fixed order, or a reply room below the reserve
+        assert t.cuts == [s for s in STEPS if s in t.cuts]
+        assert t.tokens_after < t.tokens_before if t.cuts else t.reply_tokens is not None
     overflow = ("ContextOverflowError", "SplitNeeded", "JudgeTruncatedError", "maximum context", "input tokens")
     assert not any(w in d.reason for d in result.degraded for w in overflow), result.degraded  # none refused
     per_call = [s.prompt_tokens / s.calls for s in result.usage.per_stage.values() if s.calls]
