@@ -38,8 +38,8 @@ async def test_a_long_run_is_trimmed_to_fit_and_says_so(engine):
     spy = SpyJudge(inner)
     t0 = time.monotonic()
     try:
-        # relevance 16 screenshots a call (10 calls, not 150): the same shared prompt, less CI time
-        cfg = VerifierConfig(relevance_batch_size=16, max_history_chars=200_000)
+        # relevance 8 screenshots a call (the most; 19 calls, not 150): the same shared prompt, less CI time
+        cfg = VerifierConfig(relevance_batch_size=8, max_history_chars=200_000)
         result = await verify(traj, cfg, judge=spy)
     finally:
         await spy.aclose()
