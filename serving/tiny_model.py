@@ -7,11 +7,15 @@ and chat template, and an image processor capped at 64 image tokens. The tokeniz
 entries, trained here on English that every Python ships (`_english_corpus`), so it spends about as
 many tokens on a prompt as a real judge's tokenizer does (about 3.6 characters a token on the
 project's prompts, where Qwen's spends about 4; the first version's 512 entries spent one per 1.7
-characters, which made the 32k demo context far tighter than any real judge's: issue 24). Weights are random: verdicts are meaningless, but under constrained decoding every reply is
-schema-valid, so the pipeline's plumbing runs for real. One thing is not random: the output head
-prefers tokens that close a JSON string, array or object (`_prefer_closing`), because a random
-model decoded greedily fills every string to its maxLength, which made decoding most of the engine
-tier's time (a 5-screenshot verification took 80 s on 2 cores, 22 s with the preference).
+characters, which made the 32k demo context far tighter than any real judge's: issue 24).
+Weights are random: verdicts are meaningless, but under constrained decoding every reply is
+schema-valid, so the pipeline's plumbing runs for real. Two things are not random
+(`_prefer_closing`): the output head prefers tokens that close a JSON string, array or object,
+because a random model decoded greedily fills every string to its maxLength, which made decoding
+most of the engine tier's time (a 5-screenshot verification took 80 s on 2 cores, 22 s with the
+preference); and, less strongly, tokens that spell ``false``, because a model that closes every
+list at once cannot back a ``true`` that must cite evidence (a critical-point violation or a
+penalty needs steps or screenshots), so a random ``true`` there was an invalid reply every time.
 
 Deterministic (fixed seed, fixed corpus): the same code and Python version give the same files
 (about 10 MB; the build stamp covers the corpus, so another Python's build is not taken for this one).
@@ -39,8 +43,8 @@ VOCAB_SIZE = 16384
 MAX_PIXELS = 28 * 28 * 64  # at most 64 merged image tokens per image
 MIN_PIXELS = 28 * 28 * 4
 SEED = 0
-CONST, CLOSE_BONUS = 1.0, 0.5  # see _prefer_closing
-BUILD_VERSION = "3"  # bump when the output changes; the marker file lets callers reuse a build
+CONST, CLOSE_BONUS, FALSE_BONUS = 1.0, 0.5, 0.25  # see _prefer_closing
+BUILD_VERSION = "4"  # bump when the output changes; the marker file lets callers reuse a build
 
 SPECIAL_TOKENS = [
     "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
@@ -161,11 +165,13 @@ def _prefer_closing(model, tok) -> None:
     """Make the random model terse: a fixed logit bonus for tokens that close a JSON string, array
     or object. Under constrained decoding a uniform random model fills every string to its
     maxLength (thousands of tokens a reply, most of the engine tier's time); with the bonus it
-    closes them early, so replies stay short and schema-valid, and stay random elsewhere.
+    closes them early, so replies stay short and schema-valid, and stay random elsewhere. Half the
+    bonus goes to tokens of ``false``: with every list closed at once, a ``true`` that must cite
+    evidence (`SideEffects`, `PenaltyItem` validators) could never be valid.
 
     How, with the weights otherwise random: residual dimension 0 carries a constant (every input
     embedding has CONST there and no layer writes to it), and the untied output head reads that
-    dimension only for the closing tokens."""
+    dimension only for the closing and the ``false`` tokens."""
     import torch
 
     with torch.no_grad():
@@ -180,6 +186,17 @@ def _prefer_closing(model, tok) -> None:
         closers = [i for t, i in tok.get_vocab().items()
                    if any(c in tok.convert_tokens_to_string([t]) for c in '"]}')]
         head[closers, 0] = CLOSE_BONUS
+        head[_false_tokens(tok), 0] = FALSE_BONUS  # half: inside a string, closing still wins
+
+
+def _false_tokens(tok) -> list[int]:
+    """Tokens a JSON ``false`` can start with or be ("f", " fa", "false"...)."""
+    out = []
+    for t, i in tok.get_vocab().items():
+        s = tok.convert_tokens_to_string([t]).strip()
+        if s and ("false".startswith(s) or s.startswith("false")) and not any(c in s for c in '"]}'):
+            out.append(i)
+    return out
 
 
 def _preprocessor_config() -> dict:

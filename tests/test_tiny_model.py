@@ -69,13 +69,29 @@ def test_greedy_choice_inside_an_open_string_closes_it(built):
         assert _closes(tok, int(logits.argmax())), (text, tok.decode([int(logits.argmax())]))
 
 
+def test_a_boolean_is_false_where_a_true_would_need_evidence(built):
+    """Every list closes at once, so a `true` critical-point violation could cite nothing (an
+    invalid reply, re-asked until the stage falls back): the model prefers `false`."""
+    _, tok, model = built
+    false = set(tiny_model._false_tokens(tok))
+    true = [i for t, i in tok.get_vocab().items() if (s := tok.convert_tokens_to_string([t]).strip())
+            and ("true".startswith(s) or s.startswith("true"))]
+    for text in ('{"reasoning": "x", "penalties": [], "critical_point_violation": ', '{"success": '):
+        logits = _next_logits(tok, model, text)
+        assert max(logits[i] for i in false) > max(logits[i] for i in true), text
+    inside = _next_logits(tok, model, '{"reasoning": "The agent f')  # inside a string, closing still wins
+    assert _closes(tok, int(inside.argmax()))
+
+
 def test_the_rest_of_the_model_stays_random(built):
     _, tok, model = built
     logits = _next_logits(tok, model, '{"reasoning": "The agent')
-    others = torch.tensor([not _closes(tok, i) for i in range(tiny_model.VOCAB_SIZE)])
+    false = set(tiny_model._false_tokens(tok))
+    others = torch.tensor([not _closes(tok, i) and i not in false for i in range(tiny_model.VOCAB_SIZE)])
+    closers = torch.tensor([_closes(tok, i) for i in range(tiny_model.VOCAB_SIZE)])
     rest = logits[others]
     assert rest.std() > 0.1  # not a constant head: the non-closing tokens still differ
-    assert logits[~others].min() > rest.max() - 1.0  # yet every closer is near the top
+    assert logits[closers].min() > rest.max() - 1.0  # yet every closer is near the top
     # two prompts give different distributions (the weights are random, not a lookup table)
     assert not torch.allclose(logits, _next_logits(tok, model, "Screenshot 3 of 12 shows"))
 
