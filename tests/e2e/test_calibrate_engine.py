@@ -53,7 +53,7 @@ def test_calibrate_command_on_the_cpu_engine(engine, tmp_path: Path) -> None:
     print(f"\n[calibrate] {len(only)} rules in {time.monotonic() - t0:.0f}s, exit {proc.returncode}")
     assert proc.returncode in (0, 3), proc.stderr[-3000:]
     h1 = [v for v in CalibrationReport.model_validate_json(out.read_text()).cases if v.case.startswith("h1-")]
-    assert h1 and h1[0].status == "scored", h1
+    assert h1 and h1[0].status == "scored", [(v.case, v.error) for v in h1]
     rep = CalibrationReport.model_validate_json(out.read_text())
 
     assert [r.rule for r in rep.rules] == only and rep.selected_rules == only
