@@ -44,7 +44,7 @@ async def test_a_long_run_is_trimmed_to_fit_and_says_so(engine):
     finally:
         await spy.aclose()
     print(f"\n[budget] {STEPS_N} steps verified in {time.monotonic() - t0:.0f}s, {result.usage.calls} calls; "
-          f"trims: {[(t.stage, t.cuts, t.tokens_before, t.tokens_after) for t in result.history.trims]}")
+          f"trims: {[(t.stage, t.cuts, t.tokens_before, t.tokens_after, t.reply_tokens) for t in result.history.trims]}")
     assert_plumbing(result, spy, traj, model=engine.model)
     h = result.history
     cut = [t for t in h.trims if t.cuts]
