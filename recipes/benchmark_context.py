@@ -4,14 +4,15 @@ Runs the real pipeline against `ScriptedJudge` on synthetic runs of M steps and 
 screenshots (thoughts of about 300 characters, as browser agents write), twice per M: once with no
 context known (the prompts as built) and once budgeted against the `qwen2.5-vl-7b` preset (32,768
 tokens, each screenshot 1,282 tokens after the processor's resize). For each stage it prints the
-largest prompt plus its reply budget, as built and as sent, and the shrink steps the budget took.
+largest prompt plus its reply budget, as built and as sent, and the shrink steps the budget took
+("reply room": sent with less than its worst-case reply room, down to half, before any cut).
 
 Token counts are the budget's own estimate: text at the conservative 2.5 characters per token it
 assumes without a tokenizer endpoint (a real Qwen tokenizer averages about 4 on this text, so real
 prompts are smaller), images by the Qwen2-VL resize rule. The scripted judge's evidence is short;
 a real judge's is longer, which `drop_repeated_evidence` and `fewer_screenshots` absorb.
 
-    python recipes/benchmark_context.py [--steps 20 50 100] [--preset qwen2.5-vl-7b]
+    python recipes/benchmark_context.py [--steps 20 50 100 150] [--preset qwen2.5-vl-7b]
 """
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def _tokens(budget: Budget, request) -> int:
                   [p for p in user.content if p.type == "image"])
     asked = reply_token_budget(json_schema_for(request.output_model), floor=2048, cap=8192)
     reserve = reply_reserve(request.output_model, asked)  # what the budget keeps free for the reply
-    return budget.prompt_tokens(parts) + reserve
+    room = request.sampling.reply_room if request.sampling is not None else None  # or less, when lowered
+    return budget.prompt_tokens(parts) + (reserve if room is None else room)
 
 
 def largest(judge: ScriptedJudge, budget: Budget) -> dict[str, int]:
@@ -74,7 +76,12 @@ def run(m: int, preset: str) -> None:
     sent.config = type("Cfg", (), {"image_max_side": None, "image_max_pixels": 1_310_720})()
     try:
         result = asyncio.run(verify(traj, VerifierConfig(), judge=sent))
-        trims = {t.stage: t.cuts for t in result.history.trims}
+        trims: dict[str, list[str]] = {}
+        for t in result.history.trims:
+            trims.setdefault(t.stage, [])
+            trims[t.stage] += [c for c in t.cuts if c not in trims[t.stage]]
+            if t.reply_tokens is not None and "reply room" not in trims[t.stage]:
+                trims[t.stage].append("reply room")
         failure = ""
     except JudgeError as exc:
         trims, failure = {}, f"  REFUSED: {exc}"
@@ -83,7 +90,8 @@ def run(m: int, preset: str) -> None:
           "largest prompt + reply budget, in tokens")
     print(f"  {'stage':<20}{'as built':>10}{'as sent':>10}  cut")
     for stage in sorted(before, key=lambda s: -before[s]):
-        mark = " OVER" if before[stage] > limits.max_model_len else ""
+        mark = " OVER as built" if before[stage] > limits.max_model_len else ""
+        mark += " OVER AS SENT" if after.get(stage, 0) > limits.max_model_len else ""
         print(f"  {stage:<20}{before[stage]:>10}{after.get(stage, 0):>10}  "
               f"{', '.join(trims.get(stage, [])) or '-'}{mark}")
     if failure:
@@ -92,7 +100,7 @@ def run(m: int, preset: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=int, nargs="+", default=[20, 50, 100])
+    ap.add_argument("--steps", type=int, nargs="+", default=[20, 50, 100, 150])
     ap.add_argument("--preset", default="qwen2.5-vl-7b", choices=sorted(PRESET_LIMITS))
     args = ap.parse_args()
     for m in args.steps:

@@ -83,10 +83,14 @@ def ensure_judge_env(venv: Path, *, quiet: bool = False) -> Path:
 
 
 def ensure_tiny_model(venv: Path, model_dir: Path) -> Path:
-    """Build the tiny model with the judge venv's python (it has transformers/tokenizers/torch)."""
-    if not (model_dir / ".tiny_qwen2vl_build").is_file():
-        subprocess.run([str(venv / "bin" / "python"), str(SERVING_DIR / "tiny_model.py"), str(model_dir)],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """Build the tiny model with the judge venv's python (it has transformers/tokenizers/torch), or
+    keep the build there when it is up to date.
+
+    The builder itself decides (under a second when current): its stamp covers `BUILD_VERSION` and
+    the judge python's own corpus, so a build left by older code is rebuilt rather than served (a
+    marker-exists check kept the 512-token tokenizer of before issue 24 in users' caches)."""
+    subprocess.run([str(venv / "bin" / "python"), str(SERVING_DIR / "tiny_model.py"), str(model_dir)],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return model_dir
 
 

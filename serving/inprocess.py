@@ -175,7 +175,8 @@ class InProcessJudge:
                        sampling: Sampling | None = None) -> Reply[T]:
         sampling = sampling or self.config.sampling
         schema = json_schema_for(output_model)
-        budget = reply_token_budget(schema, floor=sampling.max_tokens, cap=self.config.max_tokens_cap)
+        budget = reply_token_budget(schema, floor=sampling.max_tokens, cap=self.config.max_tokens_cap,
+                                    room=sampling.reply_room)
         conversation = await asyncio.to_thread(self._render, messages)
         params = self._SamplingParams(
             temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=budget,

@@ -2,15 +2,23 @@
 
 No model hub is reachable from CI, and no vision-language weights ship in any package, so the
 engine tier needs a checkpoint it can make itself. This one has the real Qwen2-VL architecture
-(vision tower, merger, M-RoPE text decoder), a byte-level BPE tokenizer trained here on a small
-corpus with the Qwen special tokens and chat template, and an image processor capped at 64 image
-tokens. Weights are random: verdicts are meaningless, but under constrained decoding every reply is
-schema-valid, so the pipeline's plumbing runs for real. One thing is not random: the output head
-prefers tokens that close a JSON string, array or object (`_prefer_closing`), because a random
-model decoded greedily fills every string to its maxLength, which made decoding most of the engine
-tier's time (a 5-screenshot verification took 80 s on 2 cores, 22 s with the preference).
+(vision tower, merger, M-RoPE text decoder), a byte-level BPE tokenizer with the Qwen special tokens
+and chat template, and an image processor capped at 64 image tokens. The tokenizer has 16,384
+entries, trained here on English that every Python ships (`_english_corpus`), so it spends about as
+many tokens on a prompt as a real judge's tokenizer does (about 3.6 characters a token on the
+project's prompts, where Qwen's spends about 4; the first version's 512 entries spent one per 1.7
+characters, which made the 32k demo context far tighter than any real judge's: issue 24).
+Weights are random: verdicts are meaningless, but under constrained decoding every reply is
+schema-valid, so the pipeline's plumbing runs for real. Two things are not random
+(`_prefer_closing`): the output head prefers tokens that close a JSON string, array or object,
+because a random model decoded greedily fills every string to its maxLength, which made decoding
+most of the engine tier's time (a 5-screenshot verification took 80 s on 2 cores, 22 s with the
+preference); and, less strongly, tokens that spell ``false``, because a model that closes every
+list at once cannot back a ``true`` that must cite evidence (a critical-point violation or a
+penalty needs steps or screenshots), so a random ``true`` there was an invalid reply every time.
 
-Deterministic (fixed seed, fixed corpus): the same code gives the same files (about 1.3 MB).
+Deterministic (fixed seed, fixed corpus): the same code and Python version give the same files
+(about 10 MB; the build stamp covers the corpus, so another Python's build is not taken for this one).
 Builds with the project's main environment (transformers 5.x, tokenizers, torch). torchvision is
 not needed: tokenizer, image processor config and chat template are written separately rather than
 through ``AutoProcessor``.
@@ -19,21 +27,24 @@ Standalone on purpose (no package imports): the CPU demo judge runs this file wi
 environment's python (which has transformers/tokenizers/torch), while tests import it from the
 project environment.
 
-Usage: ``python serving/tiny_model.py OUT_DIR`` or ``build_tiny_qwen2vl(out_dir)``.
+Usage: ``python serving/tiny_model.py OUT_DIR [--force]`` (reuses an up-to-date build unless
+``--force``) or ``build_tiny_qwen2vl(out_dir)``.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
+import sysconfig
 from pathlib import Path
 
-VOCAB_SIZE = 512
+VOCAB_SIZE = 16384
 MAX_PIXELS = 28 * 28 * 64  # at most 64 merged image tokens per image
 MIN_PIXELS = 28 * 28 * 4
 SEED = 0
-CONST, CLOSE_BONUS = 1.0, 0.5  # see _prefer_closing
-BUILD_VERSION = "2"  # bump when the output changes; the marker file lets callers reuse a build
+CONST, CLOSE_BONUS, FALSE_BONUS = 1.0, 0.5, 0.25  # see _prefer_closing
+BUILD_VERSION = "4"  # bump when the output changes; the marker file lets callers reuse a build
 
 SPECIAL_TOKENS = [
     "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
@@ -72,7 +83,36 @@ abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789 .,;:!?'"()[]{}<
 """ * 3
 
 
-def _build_tokenizer():
+#: Standard-library packages whose docstrings join the tokenizer corpus (with every top-level module).
+_STDLIB_PACKAGES = ("asyncio", "collections", "concurrent", "email", "html", "http", "importlib", "json",
+                    "logging", "multiprocessing", "sqlite3", "unittest", "urllib", "wsgiref", "xml")
+_DOCSTRING = re.compile(r'"""(.*?)"""', re.DOTALL)
+
+
+def _english_corpus() -> str:
+    """General English, present on every machine without a download: the Python reference's topic
+    pages (`pydoc_data.topics`, about 0.5 MB) and the triple-quoted docstrings of the standard
+    library's sources (about 1.6 MB). Not the project's prompts on purpose: a tokenizer trained on
+    them would count our prompts more kindly than a real judge's tokenizer does."""
+    parts: list[str] = []
+    try:
+        from pydoc_data.topics import topics
+        parts += [topics[k] for k in sorted(topics)]
+    except ImportError:  # some distributions split the docs out; the sources below still teach English
+        pass
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(root.glob("*.py")) + sorted(
+        f for pkg in _STDLIB_PACKAGES for f in (root / pkg).rglob("*.py") if "test" not in f.relative_to(root).parts
+        and "tests" not in f.relative_to(root).parts)
+    for f in files:
+        try:
+            parts += _DOCSTRING.findall(f.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    return "\n".join(parts)
+
+
+def _build_tokenizer(corpus: str | None = None):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -82,7 +122,7 @@ def _build_tokenizer():
     n_reserved_budget = VOCAB_SIZE - len(SPECIAL_TOKENS)
     trainer = trainers.BpeTrainer(vocab_size=n_reserved_budget, min_frequency=2, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[])
-    tok.train_from_iterator([_CORPUS], trainer=trainer)
+    tok.train_from_iterator([_english_corpus() if corpus is None else corpus, _CORPUS], trainer=trainer)
     tok.add_special_tokens(SPECIAL_TOKENS)
     # Pad to exactly VOCAB_SIZE with reserved special tokens so every id the model can emit decodes.
     missing = VOCAB_SIZE - tok.get_vocab_size()
@@ -125,11 +165,13 @@ def _prefer_closing(model, tok) -> None:
     """Make the random model terse: a fixed logit bonus for tokens that close a JSON string, array
     or object. Under constrained decoding a uniform random model fills every string to its
     maxLength (thousands of tokens a reply, most of the engine tier's time); with the bonus it
-    closes them early, so replies stay short and schema-valid, and stay random elsewhere.
+    closes them early, so replies stay short and schema-valid, and stay random elsewhere. Half the
+    bonus goes to tokens of ``false``: with every list closed at once, a ``true`` that must cite
+    evidence (`SideEffects`, `PenaltyItem` validators) could never be valid.
 
     How, with the weights otherwise random: residual dimension 0 carries a constant (every input
     embedding has CONST there and no layer writes to it), and the untied output head reads that
-    dimension only for the closing tokens."""
+    dimension only for the closing and the ``false`` tokens."""
     import torch
 
     with torch.no_grad():
@@ -144,6 +186,17 @@ def _prefer_closing(model, tok) -> None:
         closers = [i for t, i in tok.get_vocab().items()
                    if any(c in tok.convert_tokens_to_string([t]) for c in '"]}')]
         head[closers, 0] = CLOSE_BONUS
+        head[_false_tokens(tok), 0] = FALSE_BONUS  # half: inside a string, closing still wins
+
+
+def _false_tokens(tok) -> list[int]:
+    """Tokens a JSON ``false`` can start with or be ("f", " fa", "false"...)."""
+    out = []
+    for t, i in tok.get_vocab().items():
+        s = tok.convert_tokens_to_string([t]).strip()
+        if s and ("false".startswith(s) or s.startswith("false")) and not any(c in s for c in '"]}'):
+            out.append(i)
+    return out
 
 
 def _preprocessor_config() -> dict:
@@ -158,15 +211,28 @@ def _preprocessor_config() -> dict:
     }
 
 
+def _stamp(corpus: str) -> str:
+    return hashlib.sha256((BUILD_VERSION + CHAT_TEMPLATE + _CORPUS + corpus).encode()).hexdigest()
+
+
+def is_current(out_dir: str | Path) -> bool:
+    """Whether `out_dir` holds a complete build of this code from this Python's corpus."""
+    marker = Path(out_dir) / ".tiny_qwen2vl_build"
+    return marker.is_file() and marker.read_text().strip() == _stamp(_english_corpus())
+
+
 def build_tiny_qwen2vl(out_dir: str | Path, *, force: bool = False) -> Path:
-    """Write the checkpoint to `out_dir` (created) and return it; reuse an existing complete build."""
+    """Write the checkpoint to `out_dir` (created) and return it; reuse an up-to-date complete build
+    (an older `BUILD_VERSION`, template or corpus is rebuilt)."""
     out = Path(out_dir)
     marker = out / ".tiny_qwen2vl_build"
-    stamp = hashlib.sha256((BUILD_VERSION + CHAT_TEMPLATE + _CORPUS).encode()).hexdigest()
+    corpus = _english_corpus()
+    stamp = _stamp(corpus)
     if not force and marker.is_file() and marker.read_text().strip() == stamp:
         return out
     out.mkdir(parents=True, exist_ok=True)
-    tok = _build_tokenizer()
+    marker.unlink(missing_ok=True)  # a build stopped halfway must not pass for a complete one
+    tok = _build_tokenizer(corpus)
     model = _build_model(tok)
     model.save_pretrained(out)
     tok.save_pretrained(out)
@@ -179,6 +245,7 @@ def build_tiny_qwen2vl(out_dir: str | Path, *, force: bool = False) -> Path:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python serving/tiny_model.py OUT_DIR")
-    print(build_tiny_qwen2vl(sys.argv[1], force=True))
+    args = [a for a in sys.argv[1:] if a != "--force"]
+    if len(args) != 1:
+        sys.exit("usage: python serving/tiny_model.py OUT_DIR [--force]")
+    print(build_tiny_qwen2vl(args[0], force="--force" in sys.argv[1:]))

@@ -4,9 +4,16 @@ Why: prompts used to be built without looking at the served context; a long traj
 when vLLM answered 400 after minutes of work (issue 24). `Run.ask` now asks `fit` before each call.
 
 The estimate is prompt tokens (text through `ServedModel.tokenizer`, each image by its size as sent
-and the model family's resize rule, a margin for the chat template) plus the call's output budget.
-When that exceeds the context, the call is shrunk one step at a time, least information lost first,
-until it fits:
+and the model family's resize rule, a margin for the chat template) plus the call's reply room. The
+room is the output schema's worst case (`reply_reserve`) where the prompt leaves it; a longer prompt
+may take it down to `reply_floor` (half the reserve) before anything is cut, and the call then asks
+for only the room left (`Fitted.reply_tokens`, sent as ``max_tokens``). Why: the worst case (every
+bounded field full) is a bound no real reply nears: each bound sits at least twice above the
+largest value seen from a real judge (`verifier.limits`), so refusing or cutting a prompt to keep
+it free loses information for room a reply never uses. A reply that does reach the smaller room is
+cut off, and a cut reply is never parsed: it is re-asked once, then a `JudgeTruncatedError`.
+When even the floor does not fit, the call is shrunk one step at a time, least information lost
+first, until it fits:
 
 1. ``compress_thoughts``: every thought shortened (every action line kept);
 2. ``shorten_older_thoughts``: thoughts of older steps left out, their long arguments shortened;
@@ -79,6 +86,7 @@ class Fitted:
     tokens_after: int
     dropped_images: int = 0
     history_cut: int = 0  # the `rendering.history_view` cut level the shared context was sent at
+    reply_tokens: int | None = None  # the reply room left, when below the reserve (None: all of it)
 
 
 @dataclass
@@ -111,21 +119,37 @@ class Budget:
 
     def fit(self, parts: Parts, *, reserve: int, stage: str, shared_at: Callable[[int], str] | None = None,
             lean_per_call: str | None = None, images_droppable: bool = False,
-            splittable: bool = False) -> Fitted:
-        """Shrink `parts` in the fixed order until prompt + `reserve` fits the context.
+            splittable: bool = False, floor: int | None = None) -> Fitted:
+        """Shrink `parts` in the fixed order until prompt + reply room fits the context: the room is
+        `reserve` where the prompt leaves it, else whatever is left down to `floor` (default
+        `reserve`: no give), and only below that is the prompt cut.
 
         Raises:
             SplitNeeded: steps 1-4 were not enough and `splittable` (the stage splits the call).
             ContextOverflowError: not even the smallest form of the call fits.
         """
-        limit = self.context - reserve
+        floor = reserve if floor is None else min(floor, reserve)
+        if (upper := self.prompt_tokens(parts, bound=True)) <= self.context - reserve:
+            return Fitted(parts, [], upper, upper)  # fits even counting a token per byte
+        before = self.prompt_tokens(parts)
+        if before <= self.context - floor:
+            return Fitted(parts, [], before, before, reply_tokens=self._room(before, reserve))
+        fitted = self._shrink(parts, floor, stage, shared_at, lean_per_call, images_droppable, splittable, before)
+        fitted.reply_tokens = self._room(fitted.tokens_after, reserve)
+        return fitted
+
+    def _room(self, prompt: int, reserve: int) -> int | None:
+        """The reply room a prompt of `prompt` tokens leaves, None when it leaves the whole reserve."""
+        room = self.context - prompt
+        return None if room >= reserve else room
+
+    def _shrink(self, parts: Parts, floor: int, stage: str,
+                shared_at: Callable[[int], str] | None, lean_per_call: str | None, images_droppable: bool,
+                splittable: bool, before: int) -> Fitted:
+        """Steps 1-4 in order (see the module docstring), then the typed failure."""
+        limit, now = self.context - floor, before
         cuts: list[str] = []
         dropped = 0
-        if (upper := self.prompt_tokens(parts, bound=True)) <= limit:
-            return Fitted(parts, cuts, upper, upper)  # fits even counting a token per byte
-        before = now = self.prompt_tokens(parts)
-        if now <= limit:
-            return Fitted(parts, cuts, before, now)
         cut = 0
         if shared_at is not None:  # level 3: all thoughts out, long arguments shortened
             for level, step in ((1, "compress_thoughts"), (2, "shorten_older_thoughts"),
@@ -153,8 +177,8 @@ class Budget:
                 now = self.prompt_tokens(parts)
             if now <= limit:
                 return Fitted(parts, cuts, before, now, dropped, cut)
-        needed = now + reserve
-        msg = (f"the {stage} call needs about {needed} tokens ({now} prompt + {reserve} reply) after "
+        needed = now + floor
+        msg = (f"the {stage} call needs about {needed} tokens ({now} prompt + {floor} reply) after "
                f"shrinking ({', '.join(cuts) or 'nothing to shrink'}), but the judge's context is "
                f"{self.context} tokens ({self.served.context_source}); it was not sent. Fix: "
                f"{remedy(needed, self.context)}")
@@ -170,6 +194,13 @@ def reply_reserve(output_model: type, asked: int) -> int:
     so reserving a configured floor above the worst case (8192 on the demo judge) would only
     shrink prompts for nothing."""
     return reply_token_budget(json_schema_for(output_model), floor=1, cap=asked)
+
+
+def reply_floor(reserve: int) -> int:
+    """The least reply room a call is sent with before its prompt is cut: half its reserve. Each
+    reply bound sits at least twice above the largest value a real judge wrote (`verifier.limits`),
+    so a reply as long as the longest seen still fits; a longer one is cut and reported, never parsed."""
+    return max(1, -(-reserve // 2))
 
 
 def _bytes(text: str) -> int:

@@ -23,7 +23,7 @@ from PIL import Image
 from pydantic import BaseModel
 
 from .bounds import limits_note
-from .budget import Budget, ContextOverflowError, Parts, reply_reserve
+from .budget import Budget, ContextOverflowError, Parts, reply_floor, reply_reserve
 from .config import VerifierConfig
 from .errors import ConfigError, JudgeError
 from .judge.base import ImagePart, Message
@@ -98,9 +98,10 @@ def default_trajectory(steps: int = 50) -> Trajectory:
 
 
 def largest_call(facts: ServedModel, judge_cfg: JudgeConfig, cfg: VerifierConfig, traj: Trajectory,
-                 reserve: int) -> tuple[int, list[str], ContextOverflowError | None]:
-    """(estimated prompt tokens as sent, shrink steps, overflow) of the rescoring call (the largest:
-    shared context with the history, evidence, final screenshots), budgeted as a run would."""
+                 reserve: int) -> tuple[int, list[str], ContextOverflowError | None, int]:
+    """(estimated prompt tokens as sent, shrink steps, overflow, reply room) of the rescoring call
+    (the largest: shared context with the history, evidence, final screenshots), budgeted as a run
+    would (the reply room may fall to `budget.reply_floor` before anything is cut)."""
     assert facts.context_tokens is not None
     budget = Budget(facts, facts.context_tokens, judge_cfg.image_max_side, judge_cfg.image_max_pixels)
     nums = sorted(max(v) for v in traj.distinct_screenshots().values())[-cfg.final_screenshots:] \
@@ -111,11 +112,11 @@ def largest_call(facts: ServedModel, judge_cfg: JudgeConfig, cfg: VerifierConfig
     parts = Parts(system_prompt(None).text, shared_context(traj, cfg, None), JOB_HEADING + "\n" + "x" * 4000,
                   evidence, images)
     try:
-        got = budget.fit(parts, reserve=reserve, stage="rescoring",
+        got = budget.fit(parts, reserve=reserve, stage="rescoring", floor=reply_floor(reserve),
                          shared_at=lambda c: shared_context(traj, cfg, None, cut=c), images_droppable=True)
     except ContextOverflowError as exc:
-        return exc.needed - reserve, [], exc
-    return got.tokens_after, got.cuts, None
+        return exc.needed - reply_floor(reserve), [], exc, reply_floor(reserve)
+    return got.tokens_after, got.cuts, None, reserve if got.reply_tokens is None else got.reply_tokens
 
 
 def _images_check(judge_cfg: JudgeConfig, n: int) -> Check:
@@ -237,14 +238,14 @@ def _context_check(facts: ServedModel, judge_cfg: JudgeConfig, cfg: VerifierConf
     asked = reply_token_budget(json_schema_for(model), floor=judge_cfg.sampling.max_tokens,
                                cap=judge_cfg.max_tokens_cap)
     reserve = reply_reserve(model, asked)
-    tokens, cuts, overflow = largest_call(facts, judge_cfg, cfg, traj, reserve)
+    tokens, cuts, overflow, room = largest_call(facts, judge_cfg, cfg, traj, reserve)
     how = f"{facts.tokenizer_source} tokenizer, {len(traj.steps)} steps"
     if overflow is not None:
         fix = str(overflow).split("Fix: ", 1)[-1]
         return Check(name, "fail", f"the rescoring call needs {overflow.needed} tokens with its reply; the "
                      f"context is {facts.context_tokens} ({how})", fix)
     shrunk = f", after {', '.join(cuts)}" if cuts else ""
-    return Check(name, "pass", f"{tokens} + {reserve} reply tokens of {facts.context_tokens}{shrunk} ({how})")
+    return Check(name, "pass", f"{tokens} + {room} reply tokens of {facts.context_tokens}{shrunk} ({how})")
 
 
 def refuse_doomed_run(judge: Any, trajectory: Trajectory | None = None, cfg: VerifierConfig | None = None) -> None:

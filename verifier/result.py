@@ -152,6 +152,9 @@ class CallTrim(BaseModel):
     """Estimated prompt tokens of the largest such call as built..."""
     tokens_after: int = 0
     """...and as sent (the estimate, before the reply budget)."""
+    reply_tokens: int | None = None
+    """The least reply room such a call was sent with, where its prompt left less than the stage's
+    reply reserve (its output schema's worst case); None: the whole reserve."""
 
 
 class HistoryView(BaseModel):

@@ -25,7 +25,9 @@ from verifier.calibrate import CalibrationReport, load_suite
 pytestmark = pytest.mark.engine
 
 REPO = Path(__file__).resolve().parents[2]
-RULES = ["O5", "R3", "H2"]  # a blocker, partial credit, a run that ran out of steps
+# a blocker, partial credit, a run that ran out of steps, and a 121-step history that once overflowed
+# the demo judge's 32k context (issue 24: every call is now budgeted, so every case is scored)
+RULES = ["O5", "R3", "H1", "H2"]  # in the suite's order, which the report keeps
 
 
 def test_calibrate_command_on_the_cpu_engine(engine, tmp_path: Path) -> None:
@@ -50,6 +52,8 @@ def test_calibrate_command_on_the_cpu_engine(engine, tmp_path: Path) -> None:
                           timeout=900)
     print(f"\n[calibrate] {len(only)} rules in {time.monotonic() - t0:.0f}s, exit {proc.returncode}")
     assert proc.returncode in (0, 3), proc.stderr[-3000:]
+    h1 = [v for v in CalibrationReport.model_validate_json(out.read_text()).cases if v.case.startswith("h1-")]
+    assert h1 and h1[0].status == "scored", [(v.case, v.error) for v in h1]
     rep = CalibrationReport.model_validate_json(out.read_text())
 
     assert [r.rule for r in rep.rules] == only and rep.selected_rules == only
@@ -63,8 +67,8 @@ def test_calibrate_command_on_the_cpu_engine(engine, tmp_path: Path) -> None:
             assert v.got_outcome is not None and v.outcome_ok == (v.got_outcome == v.expected_outcome)
         else:
             assert typed_judge_failure(v.error), v.error  # a typed judge failure, not a crash
-    assert any(v.status == "scored" for v in rep.cases), [v.error for v in rep.cases]
-    assert proc.returncode == (3 if any(v.status != "scored" for v in rep.cases) else 0)
+    assert all(v.status == "scored" for v in rep.cases), [(v.case, v.error) for v in rep.cases]
+    assert proc.returncode == 0
 
     o = rep.outcome  # the rates follow from the counts
     scored = [v for v in rep.cases if v.status == "scored"]

@@ -16,5 +16,5 @@ __all__ = ["BUILD_VERSION", "MAX_PIXELS", "VOCAB_SIZE", "build_tiny_qwen2vl"]
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python tests/engine_utils/tiny_qwen2vl.py OUT_DIR")
+        sys.exit("usage: python tests/engine_utils/tiny_qwen2vl.py OUT_DIR (always rebuilds)")
     print(build_tiny_qwen2vl(sys.argv[1], force=True))

@@ -58,7 +58,7 @@ def load_agent_executor(path: Path) -> AgentExecutorBase:
 
 async def main(url: str) -> dict[str, Any]:
     os.environ["CUA_REWARD_URL"] = url
-    tok = _build_tokenizer()
+    tok = _build_tokenizer(corpus="")  # its chat template is what counts here: no 5-s English training
     executor = load_agent_executor(REPO / "browser_env" / "openrlhf_agent.py")
     images_per_step: list[int] = []
     image_sizes: set[tuple[int, int]] = set()

@@ -91,7 +91,7 @@ async def main(url: str) -> dict[str, Any]:
     import os
 
     os.environ["CUA_REWARD_URL"] = url
-    tok = _build_tokenizer()
+    tok = _build_tokenizer(corpus="")  # its chat template is what counts here: no 5-s English training
     for entry in OmegaConf.load(REPO / "recipes" / "configs" / "verl_agent_loop.yaml"):  # as AgentLoopWorker does
         _agent_loop_registry[entry.name] = entry
     text = await episode(tok, None)

@@ -112,3 +112,26 @@ async def test_other_400s_and_a_second_overflow_are_not_retried(server):
         await judge.complete(MSGS, Large, stage="s", sampling=Sampling(max_tokens=6500))
     assert len(server.requests) == 3
     await judge.aclose()
+
+
+async def test_the_reply_room_a_long_prompt_leaves_caps_max_tokens_and_a_cut_reply_is_an_error(server):
+    """The budget may send a call with less reply room than its worst case (`verifier.budget`): the
+    judge asks for no more than that room, and a reply that fills it is never parsed: re-asked once,
+    then a typed `JudgeTruncatedError` (a failure, never a score)."""
+    from verifier.errors import JudgeTruncatedError
+
+    cut = '{"items": [{"text": "aaaa'
+    server.push(ok(cut, finish_reason="length", completion_tokens=3000),
+                ok(cut, finish_reason="length", completion_tokens=3000))
+    judge = make_judge(fast_config(server.url))
+    with pytest.raises(JudgeTruncatedError):
+        await judge.complete(MSGS, Large, stage="evidence", sampling=Sampling(max_tokens=2048, reply_room=3000))
+    assert [b["max_completion_tokens"] for b in server.bodies] == [3000, 3000]
+    assert reply_token_budget(json_schema_for(Large), floor=2048, cap=8192) > 3000  # the room did cap it
+    await judge.aclose()
+
+
+def test_the_reply_room_stays_out_of_the_cache_key():
+    """A reply that fits is the same under any larger room: the room is not in dumps."""
+    assert "reply_room" not in Sampling(reply_room=100).model_dump()
+    assert Sampling(reply_room=100).model_dump() == Sampling().model_dump()

@@ -8,7 +8,16 @@ import math
 import pytest
 from pipeline_helpers import make_traj, png
 
-from verifier.budget import STEPS, Budget, ContextOverflowError, Parts, SplitNeeded, remedy, reply_reserve
+from verifier.budget import (
+    STEPS,
+    Budget,
+    ContextOverflowError,
+    Parts,
+    SplitNeeded,
+    remedy,
+    reply_floor,
+    reply_reserve,
+)
 from verifier.config import VerifierConfig
 from verifier.judge.base import ImagePart
 from verifier.judge.schema import json_schema_for, reply_token_budget
@@ -66,6 +75,28 @@ def test_text_steps_apply_in_order_and_stop_once_it_fits(context: int, cuts: lis
     got = _fit(_budget(context), _parts(), lean_per_call="e" * 100)
     assert got.cuts == cuts and got.tokens_after + 100 <= context < got.tokens_before + 100
     assert got.cuts == [s for s in STEPS if s in got.cuts]  # the fixed order
+
+
+def test_a_long_prompt_gives_up_reply_room_down_to_the_floor_before_anything_is_cut() -> None:
+    b = _budget(10_000)
+    parts = _parts()
+    prompt = b.prompt_tokens(parts)
+    b.context = prompt + 60  # the reserve (100) does not fit; the floor (50) does
+    got = _fit(b, parts, floor=50)
+    assert got.cuts == [] and got.parts.shared == "h" * 1000 and got.reply_tokens == 60
+    assert _fit(_budget(prompt + 100), _parts(), floor=50).reply_tokens is None  # the whole reserve: no note
+    b.context = prompt + 49  # below the floor: now the history is cut, and the room is what is left
+    got = _fit(b, _parts(), floor=50)
+    assert got.cuts == ["compress_thoughts"] and got.reply_tokens is None  # 300 tokens freed: all of it
+    b.context = prompt - 250
+    got = _fit(b, _parts(), floor=50)
+    assert got.cuts == ["compress_thoughts"] and got.reply_tokens == b.context - got.tokens_after >= 50
+    with pytest.raises(ContextOverflowError, match=r"\+ 50 reply"):  # the failure names the floor it missed
+        _fit(_budget(100 + 300 + 60), _parts(shared="h" * 300), floor=50)
+
+
+def test_the_floor_is_half_the_reserve() -> None:
+    assert reply_floor(8192) == 4096 and reply_floor(3705) == 1853 and reply_floor(1) == 1
 
 
 def test_fewer_screenshots_drops_the_earliest_and_keeps_the_last() -> None:
@@ -147,6 +178,14 @@ def _reserve(req) -> int:
                                                               cap=8192))
 
 
+def _room(req) -> int:
+    """The reply room the call was sent with: its reserve, or less (never below the floor) where the
+    budget lowered it, and then the judge was told (`Sampling.reply_room`)."""
+    room = req.sampling.reply_room if req.sampling is not None else None
+    assert room is None or reply_floor(_reserve(req)) <= room < _reserve(req), (req.stage, room)
+    return _reserve(req) if room is None else room
+
+
 def _reference_size(traj) -> int:
     """The largest prompt + reply budget of an unbudgeted run, with the same fake tokenizer."""
     judge = ScriptedJudge()
@@ -158,15 +197,33 @@ def _reference_size(traj) -> int:
 def test_pipeline_shrinks_to_fit_and_records_what_it_cut() -> None:
     traj = _long_traj()
     largest = _reference_size(traj)
-    judge, _ = _judge(largest - 1500)  # 1,500 tokens short for the largest call as built
+    judge, _ = _judge(largest - 6000)  # 6,000 tokens short for the largest call as built
     result = asyncio.run(verify(traj, VerifierConfig(), judge=judge))
     budget = _budget(judge.served.context_tokens, per=4)
-    for req in judge.requests:  # every call fits with its own reply budget
-        assert _sent_tokens(budget, req.messages) + _reserve(req) <= budget.context, req.stage
+    for req in judge.requests:  # every call fits with the reply room it was sent with
+        assert _sent_tokens(budget, req.messages) + _room(req) <= budget.context, req.stage
     h = result.history
     assert h.context_tokens == budget.context and h.trims, h
-    assert all(t.cuts == [s for s in STEPS if s in t.cuts] and t.tokens_after < t.tokens_before for t in h.trims)
-    assert h.trims[0].cuts[0] == "compress_thoughts" and h.thoughts != "full"
+    cut = [t for t in h.trims if t.cuts]
+    assert cut and all(t.cuts == [s for s in STEPS if s in t.cuts] and t.tokens_after < t.tokens_before for t in cut)
+    assert cut[0].cuts[0] == "compress_thoughts" and h.thoughts != "full"
+    assert all(t.reply_tokens is not None for t in h.trims if not t.cuts)  # a trim is a cut or a smaller room
+
+
+def test_a_prompt_slightly_too_long_for_the_whole_reserve_is_sent_uncut_with_less_reply_room() -> None:
+    """1,500 tokens short: within what the replies' floors give up, so no history is cut."""
+    traj = _long_traj()
+    largest = _reference_size(traj)
+    judge, _ = _judge(largest - 1500)
+    result = asyncio.run(verify(traj, VerifierConfig(), judge=judge))
+    budget = _budget(judge.served.context_tokens, per=4)
+    lowered = [r for r in judge.requests if r.sampling is not None and r.sampling.reply_room is not None]
+    assert lowered
+    for req in judge.requests:
+        assert _sent_tokens(budget, req.messages) + _room(req) <= budget.context, req.stage
+    h = result.history
+    assert h.trims and all(t.cuts == [] and t.reply_tokens is not None for t in h.trims), h.trims
+    assert h.thoughts == "full"
 
 
 def test_every_text_a_call_sends_is_counted_the_limits_line_included() -> None:
@@ -179,7 +236,7 @@ def test_every_text_a_call_sends_is_counted_the_limits_line_included() -> None:
     budget = _budget(largest - 1, per=4)
     assert any("Reply length limits" in t.text for r in judge.requests for t in r.messages[1].content if t.type == "text")
     for req in judge.requests:
-        assert _sent_tokens(budget, req.messages) + _reserve(req) <= budget.context, req.stage
+        assert _sent_tokens(budget, req.messages) + _room(req) <= budget.context, req.stage
     assert result.history.trims
 
 

@@ -294,7 +294,9 @@ def test_calls_cut_to_fit_the_context_are_listed(tmp_path):
     trims = [{"stage": "rescoring", "calls": 1, "cuts": ["compress_thoughts", "fewer_screenshots"],
               "screenshots_dropped": 1, "tokens_before": 41000, "tokens_after": 23000},
              {"stage": "<i>evidence</i>", "calls": 12, "cuts": ["compress_thoughts"], "tokens_before": 30000,
-              "tokens_after": 20000}]
+              "tokens_after": 20000},
+             {"stage": "outcome", "calls": 1, "cuts": [], "tokens_before": 29900, "tokens_after": 29900,
+              "reply_tokens": 2868}]
     res = {"trajectory_id": "s", "task_id": "s", "outcome_success": True,
            "history": {"steps": 150, "thoughts": "shortened", "context_tokens": 32768, "trims": trims}}
     results = tmp_path / "r.jsonl"
@@ -304,3 +306,4 @@ def test_calls_cut_to_fit_the_context_are_listed(tmp_path):
     table = html.split('id="trims"', 1)[1].split("</table>", 1)[0]
     assert "32768 tokens" in table and "compress_thoughts, fewer_screenshots" in table
     assert "41000" in table and "23000" in table and "&lt;i&gt;evidence" in table and "<i>evidence" not in html
+    assert "reply room" in table and "2868" in table and "full" in table  # a smaller reply room is shown too

@@ -52,6 +52,10 @@ class Sampling(BaseModel):
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     max_tokens: int = Field(default=2048, ge=1)
     seed: int | None = None
+    reply_room: int | None = Field(default=None, ge=1, exclude=True)
+    """At most this many reply tokens: the room this call's prompt leaves in the judge's context,
+    set per call by the budget (`verifier.budget`), never configured. Left out of dumps, and so of
+    the response cache key: a reply that fits is the same under any larger room."""
 
 
 def _add_known(a: int | None, b: int | None) -> int | None:

@@ -226,7 +226,8 @@ class OpenAICompatJudge:
         last_raw: str | None = None
         truncated_before = False
         rounds = self.config.reask_retries + 1
-        max_tokens = reply_token_budget(schema, floor=sampling.max_tokens, cap=self.config.max_tokens_cap)
+        max_tokens = reply_token_budget(schema, floor=sampling.max_tokens, cap=self.config.max_tokens_cap,
+                                        room=sampling.reply_room)
         for round_no in range(1, rounds + 1):
             request = self._request(rendered + followup, output_model, schema, sampling, max_tokens)
             response = await self._send(request, tally, stage, last_raw)

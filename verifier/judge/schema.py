@@ -360,15 +360,17 @@ def worst_case_chars(schema: dict[str, Any]) -> int | None:
     return {"boolean": 5, "null": 4}.get(kind or "", None)
 
 
-def reply_token_budget(schema: dict[str, Any], *, floor: int, cap: int) -> int:
+def reply_token_budget(schema: dict[str, Any], *, floor: int, cap: int, room: int | None = None) -> int:
     """``max_tokens`` for one call: the worst-case reply of `schema` in tokens, plus a margin,
-    at most `cap`, never below `floor` (the configured ``Sampling.max_tokens``).
+    at most `cap`, never below `floor` (the configured ``Sampling.max_tokens``), and never above
+    `room` (``Sampling.reply_room``: what the prompt leaves of the context) when given.
 
     An unbounded schema has no worst case: it gets `cap` (or `floor` if larger).
     """
     chars = worst_case_chars(schema)
     need = cap if chars is None else -(-chars // CHARS_PER_TOKEN) + TOKEN_MARGIN
-    return max(floor, min(cap, need))
+    size = max(floor, min(cap, need))
+    return size if room is None else min(size, room)
 
 
 def schema_instructions(model: type[BaseModel]) -> str:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from ..bounds import at_bound, limits_note
-from ..budget import Budget, Parts, reply_reserve
+from ..budget import Budget, Parts, reply_floor, reply_reserve
 from ..cache import StageCache
 from ..config import VerifierConfig
 from ..errors import JudgeError
@@ -140,30 +140,42 @@ class Run:
     async def fit(self, stage: str, system: str, shared: str, instructions: str, per_call: str,
                   images: list[ImagePart], output_model: type[BaseModel], sampling: Sampling | None, *,
                   own_shared: bool, lean_per_call: str | None, images_droppable: bool,
-                  splittable: bool) -> tuple[str, str, list[ImagePart]]:
-        """Budget one call (`verifier.budget`): the parts to send, shrunk if needed; records cuts."""
+                  splittable: bool) -> tuple[str, str, list[ImagePart], int | None]:
+        """Budget one call (`verifier.budget`): the parts to send, shrunk if needed, and the reply
+        room when the prompt leaves less than the reserve; records cuts and lowered rooms."""
         if self.budget is None:
-            return shared, per_call, images
+            return shared, per_call, images, None
         parts = Parts(system, shared, f"{JOB_HEADING}\n{instructions}" if instructions else "", per_call, images)
         shared_at = None if own_shared else self.shared_at
+        reserve = self.reserve(output_model, sampling)
         got = await asyncio.to_thread(
-            self.budget.fit, parts, reserve=self.reserve(output_model, sampling), stage=stage,
-            shared_at=shared_at, lean_per_call=lean_per_call, images_droppable=images_droppable,
-            splittable=splittable)
-        if got.cuts:
-            self.record_trim(stage, got.cuts, got.tokens_before, got.tokens_after, got.dropped_images)
+            self.budget.fit, parts, reserve=reserve, stage=stage, shared_at=shared_at,
+            lean_per_call=lean_per_call, images_droppable=images_droppable, splittable=splittable,
+            floor=reply_floor(reserve))
+        if got.cuts or got.reply_tokens is not None:
+            self.record_trim(stage, got.cuts, got.tokens_before, got.tokens_after, got.dropped_images,
+                             got.reply_tokens)
             self.history_cut = max(self.history_cut, got.history_cut)
         per_call = got.parts.per_call
         if got.dropped_images:  # the stage's text counts the screenshots that follow
             n = len(images)
             per_call = per_call.replace(f"final {n} distinct", f"final {n - got.dropped_images} distinct")
-        return got.parts.shared, per_call, got.parts.images
+        return got.parts.shared, per_call, got.parts.images, got.reply_tokens
 
-    def record_trim(self, stage: str, cuts: list[str], before: int = 0, after: int = 0, dropped: int = 0) -> None:
+    def record_trim(self, stage: str, cuts: list[str], before: int = 0, after: int = 0, dropped: int = 0,
+                    reply: int | None = None) -> None:
         t = self.trims.setdefault((stage, tuple(cuts)), CallTrim(stage=stage, cuts=list(cuts)))
         t.calls += 1
         t.tokens_before, t.tokens_after = max(t.tokens_before, before), max(t.tokens_after, after)
         t.screenshots_dropped = max(t.screenshots_dropped, dropped)
+        if reply is not None:
+            t.reply_tokens = reply if t.reply_tokens is None else min(t.reply_tokens, reply)
+
+    def with_room(self, sampling: Sampling | None, room: int) -> Sampling:
+        """`sampling` (or the judge's own) asking for at most `room` reply tokens."""
+        base = sampling or getattr(getattr(self.judge, "config", None), "sampling", None)
+        base = base if isinstance(base, Sampling) else Sampling()
+        return base.model_copy(update={"reply_room": room})
 
     def spawn(self, coro: Any) -> asyncio.Task:
         """Start a concurrent stage call; `verify` cancels whatever is left if the run fails."""
@@ -194,10 +206,12 @@ class Run:
         limits = limits_note(output_model)  # the judge is told every text field's limit; budgeted with the rest
         per_call = _with_limits(per_call, limits)
         lean_per_call = None if lean_per_call is None else _with_limits(lean_per_call, limits)
-        ctx, per_call, shown = await self.fit(
+        ctx, per_call, shown, room = await self.fit(
             stage, system.text, self.shared if shared is None else shared, instructions.text, per_call,
             list(images), output_model, sampling, own_shared=shared is not None or not self.shared,
             lean_per_call=lean_per_call, images_droppable=images_droppable, splittable=splittable)
+        if room is not None:  # the prompt left less than the reserve: ask for no more than is left
+            sampling = self.with_room(sampling, room)
         msgs = messages(system, ctx, instructions.text, per_call, shown)
         try:
             reply = await self.judge.complete(msgs, output_model, stage=stage, sampling=sampling)

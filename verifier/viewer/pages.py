@@ -116,11 +116,13 @@ def index_row(record: dict, href: str) -> dict:
 
 # ---- rollout page -------------------------------------------------------------------------------
 def trims_view(res: dict) -> list[dict]:
-    """Calls shrunk to fit the judge's context (issue 24): stage, steps applied, tokens before/after."""
+    """Calls shrunk to fit the judge's context (issue 24): stage, steps applied, tokens before/after,
+    and the reply room where the prompt left less than the reply reserve."""
     return [{"stage": text(d(t).get("stage")), "calls": int(num(d(t).get("calls")) or 0),
              "cuts": [text(c) for c in lst(d(t).get("cuts"))],
              "dropped": int(num(d(t).get("screenshots_dropped")) or 0),
-             "before": int(num(d(t).get("tokens_before")) or 0), "after": int(num(d(t).get("tokens_after")) or 0)}
+             "before": int(num(d(t).get("tokens_before")) or 0), "after": int(num(d(t).get("tokens_after")) or 0),
+             "reply": None if num(d(t).get("reply_tokens")) is None else int(num(d(t).get("reply_tokens")) or 0)}
             for t in lst(d(res.get("history")).get("trims"))]
 
 
