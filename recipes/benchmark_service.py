@@ -7,6 +7,7 @@ With ``--real`` it measures what the service costs instead: `--n` rollouts of M 
 screenshots (groups of `--group` rollouts per task) sent `--clients` at a time, against a loopback
 judge in its own process (0.5 s per call); it prints the service's baseline, peak and after-load
 RSS (all its processes), CPU seconds per verification, throughput, and the machine's load.
+``--warmup 1`` verifies one rollout of another task first, so one-time work is left out of the CPU.
 
     python recipes/benchmark_service.py --real -m 20 --n 64 --clients 64
     python recipes/benchmark_service.py --real -m 50 --n 32 --clients 32 -- --max-inflight-mb 256
@@ -40,13 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--after-s", type=float, default=10.0, help="--real: RSS read this long after the load")
     p.add_argument("--replicas", type=int, default=1, help="--real: serve-reward --replicas N (Ray Serve, "
                    "task affinity; 1: the single process)")
+    p.add_argument("--warmup", type=int, default=0, help="--real: rollouts verified before the clocks start "
+                   "(one-time work of the process left out of CPU per verification)")
     p.add_argument("service_args", nargs="*", help="extra serve-reward options (after --)")
     a = p.parse_args(argv)
     if a.real:
         from serving.reward_service.realload import real_run
 
         print(json.dumps(real_run(m=a.m, n=a.n, group=a.group, clients=a.clients, latency_s=a.latency,
-                                  after_s=a.after_s, service_args=[*a.service_args, *(
+                                  after_s=a.after_s, warmup=a.warmup, service_args=[*a.service_args, *(
                                       ["--replicas", str(a.replicas)] if a.replicas > 1 else [])])))
         return 0
     with LoopbackJudge(latency_s=a.latency, fault_rate=a.faults) as judge, tempfile.TemporaryDirectory() as tmp:

@@ -42,6 +42,11 @@ from pydantic import (
 from .errors import ScreenshotError
 from .other_verdicts import AGENT_CLAIM, ENV_SCORE, AgentClaim, EnvScore
 
+try:  # optional (the service extra): SIMD base64, ~20x the standard library's speed on screenshots
+    import pybase64 as _fast_b64
+except ImportError:  # pragma: no cover - exercised only without the extra
+    _fast_b64 = None  # type: ignore[assignment]
+
 TRAJECTORY_SCHEMA_VERSION = "1.0"
 
 #: Guards against decompression bombs and absurd inputs (overridable per call).
@@ -57,6 +62,23 @@ def path_inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> b
     """Whether `path`, symlinks resolved, is `root` or lies under it (`root` resolved too)."""
     real, real_root = os.path.realpath(path), os.path.realpath(root)
     return os.path.commonpath([real, real_root]) == real_root
+
+
+def b64decode_checked(payload: str) -> bytes:
+    """Base64 text -> bytes, refusing any character outside the alphabet (``binascii.Error``,
+    ``ValueError`` for non-ASCII text), as ``base64.b64decode(payload, validate=True)``.
+
+    Why: decoding the data URLs was the largest CPU cost of a reward service (a 1440x900 capture
+    is ~1 MB of base64: ~4 ms in the standard library, ~0.2 ms in pybase64). pybase64 is stricter
+    only on excess padding; whatever it refuses is decided by the standard library, so the set of
+    accepted texts and their bytes are exactly the standard library's.
+    """
+    if _fast_b64 is not None:
+        try:
+            return _fast_b64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError):
+            pass
+    return base64.b64decode(payload, validate=True)
 
 
 def sniff_mime(data: bytes) -> str | None:
@@ -212,7 +234,7 @@ class Screenshot(BaseModel):
             if len(payload) * 3 // 4 > max_bytes:
                 raise ScreenshotError(f"data URL over the {max_bytes}-byte limit", field="data_url")
             try:
-                return base64.b64decode(payload, validate=True)
+                return b64decode_checked(payload)
             except (binascii.Error, ValueError) as exc:
                 raise ScreenshotError(f"invalid base64 in data URL: {exc}", field="data_url") from exc
         if self._pil is not None:
@@ -237,6 +259,19 @@ class Screenshot(BaseModel):
         if self.data_url is not None and self._raw is not None:
             _ = (self.sha256, self.mime(), self.size())  # computed and kept before the bytes go
             self._raw = None
+
+    def same_data_url(self, other: Screenshot) -> bool:
+        """Whether both carry a data URL of exactly the same text (a page that did not change)."""
+        return self.data_url is not None and self.data_url == other.data_url
+
+    def adopt(self, twin: Screenshot) -> None:
+        """Take the decoded bytes and facts of `twin`, whose data URL is this one's text
+        (`same_data_url`): the same text decodes to the same bytes, hash, format and size, so a
+        repeated screenshot is neither decoded nor hashed again, and its text is held once."""
+        if not self.same_data_url(twin):
+            raise ValueError("adopt needs a screenshot with the same data URL text")
+        self.data_url, self._raw = twin.data_url, twin._raw
+        self._sha, self._mime, self._size = twin.sha256, twin.mime(), twin._size
 
     @property
     def sha256(self) -> str:

@@ -267,14 +267,27 @@ def confine_screenshots(shots: Sequence[Screenshot], root: str | os.PathLike[str
 
 
 def check_screenshots(shots: Sequence[Screenshot], *, file: str) -> None:
-    """Cheap load-time check (exists, is an image, within size guards) without decoding pixels."""
+    """Cheap load-time check (exists, is an image, within size guards) without decoding pixels.
+
+    A data URL whose text repeats an earlier one's (a page that did not change) adopts that
+    screenshot's checked facts instead of being decoded again. Candidates are found by length and
+    tail (no hash of megabytes of text); the full texts are compared before adopting."""
+    seen: dict[tuple[int, str], list[Screenshot]] = {}
     for pos, shot in enumerate(shots):
+        url = shot.data_url
+        key = (len(url), url[-64:]) if url is not None else None
+        twin = next((s for s in seen.get(key, ()) if shot.same_data_url(s)), None) if key else None
+        if twin is not None:
+            shot.adopt(twin)
+            continue
         try:
             shot.size()
         except ScreenshotError as exc:
             raise ScreenshotError(f"screenshot {pos + 1} of {len(shots)} (step {shot.step}, "
                                   f"{shot.timing}): {exc.reason}", file=exc.file or file,
                                   field=exc.field or f"screenshots[{pos}]") from exc
+        if key is not None:
+            seen.setdefault(key, []).append(shot)
 
 
 def _ranges(nums: Sequence[int]) -> str:
