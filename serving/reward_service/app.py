@@ -55,19 +55,11 @@ class Gate:
                 status["code"] = message["status"]
             await send(message)
 
-        headers = dict(scope["headers"])
-        try:
-            length = int(headers[b"content-length"]) if b"content-length" in headers else None
-        except ValueError:
-            length = None
-        if endpoint != "/health" and not _key_matches(headers, self.key):
-            refusal = _error(401, "unauthorised", "invalid or missing API key", {"WWW-Authenticate": "Bearer"})
-        elif length is not None and length > cfg.max_body_bytes:
-            refusal = _error(413, "too_large", f"request body over {cfg.max_body_bytes} bytes")
-        else:
+        refusal = header_refusal(dict(scope["headers"]), self.key, open_path=endpoint == "/health",
+                                 max_body_bytes=cfg.max_body_bytes)
+        if refusal is None:
             await self.app(scope, receive, counted_send)
-            refusal = None
-        if refusal is not None:
+        else:
             await refusal(scope, _replay(b""), counted_send)  # the body (if any) is never read
         m = self.service.metrics
         m.requests.labels(endpoint=endpoint, status=str(status["code"])).inc()
@@ -95,6 +87,22 @@ class BodyReader:
             refusal = _error(408, "timeout", f"request body not received within {cfg.body_timeout_s:g}s",
                              {"Connection": "close"})
         await refusal(scope, _replay(b""), send)
+
+
+def header_refusal(headers: dict[bytes, bytes], key: str | None, *, open_path: bool,
+                   max_body_bytes: int) -> JSONResponse | None:
+    """What the headers alone refuse, before a byte of the body is read: a missing or wrong key
+    (401; open paths need none), then a declared `Content-Length` over the limit (413). Shared by
+    the single-process gate and the one in Ray Serve's proxy, so both refuse alike."""
+    if not open_path and not _key_matches(headers, key):
+        return _error(401, "unauthorised", "invalid or missing API key", {"WWW-Authenticate": "Bearer"})
+    try:
+        length = int(headers[b"content-length"]) if b"content-length" in headers else None
+    except ValueError:
+        length = None
+    if length is not None and length > max_body_bytes:
+        return _error(413, "too_large", f"request body over {max_body_bytes} bytes")
+    return None
 
 
 def _key_matches(headers: dict[bytes, bytes], key: str | None) -> bool:

@@ -24,7 +24,7 @@ import os
 from typing import Any
 from urllib.parse import quote
 
-from .app import _error, _key_matches, _read_bounded, _replay
+from .app import _error, _read_bounded, _replay, header_refusal
 from .body import BadBody, parse_json
 from .config import DEFAULT_KEY_ENV
 
@@ -76,15 +76,9 @@ class ProxyGate:
             await send(message)
 
         headers = dict(scope["headers"])
-        try:
-            length = int(headers[b"content-length"]) if b"content-length" in headers else None
-        except ValueError:
-            length = None
-        if scope.get("path", "") not in OPEN_PATHS and not _key_matches(headers, self.key):
-            refusal = _error(401, "unauthorised", "invalid or missing API key", {"WWW-Authenticate": "Bearer"})
-            return await refusal(scope, _replay(b""), marked)
-        if length is not None and length > self.max_body_bytes:
-            refusal = _error(413, "too_large", f"request body over {self.max_body_bytes} bytes")
+        refusal = header_refusal(headers, self.key, open_path=scope.get("path", "") in OPEN_PATHS,
+                                 max_body_bytes=self.max_body_bytes)
+        if refusal is not None:
             return await refusal(scope, _replay(b""), marked)
         task = headers.get(TASK_HEADER, b"").decode("latin-1").strip() or None
         if task is None and scope.get("method") == "POST":
