@@ -29,16 +29,10 @@ MB = 2**20
 
 def write_source(path: Path, rows: int, tasks: int, shots: int) -> str:
     """`rows` rollouts of `tasks` tasks (interleaved), each with `shots` inline screenshots."""
-    from verifier.perf.shots import describe, source_pngs, trajectory
+    from verifier.perf.shots import describe, source_pngs, write_rows
 
-    sources = source_pngs()
-    with open(path, "w") as fh:
-        for k in range(rows):
-            traj = trajectory(shots, sources, run=f"r{k}")
-            traj.task.id = f"bench-task-{k % tasks}"
-            traj.task.instruction += f" (variant {k % tasks})"  # one rubric per task, not one shared
-            fh.write(traj.to_json() + "\n")
-    return describe(sources)
+    write_rows(path, rows, tasks, shots, task_prefix="bench-task-")
+    return describe(source_pngs())
 
 
 class RssWatch(threading.Thread):

@@ -24,15 +24,8 @@ def judge_settings(url: str) -> dict:
 #: Writes ROWS rollouts of TASKS tasks, each with SHOTS real 1440x900 captures inline (data URLs).
 _WRITE_INLINE = """
 import sys
-from verifier.perf.shots import source_pngs, trajectory
-path, rows, tasks, shots = sys.argv[1], *map(int, sys.argv[2:])
-sources = source_pngs()
-with open(path, "w") as fh:
-    for k in range(rows):
-        traj = trajectory(shots, sources, run=f"r{k}")
-        traj.task.id = f"task-{k % tasks}"
-        traj.task.instruction += f" (variant {k % tasks})"  # a rubric per task, not one shared
-        fh.write(traj.to_json() + "\\n")
+from verifier.perf.shots import write_rows
+write_rows(sys.argv[1], *map(int, sys.argv[2:]))
 """
 
 #: The loopback judge in a process of its own (its request bodies must not count in the test's RSS):

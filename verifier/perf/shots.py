@@ -88,3 +88,16 @@ def trajectory(m: int, sources: list[bytes], *, run: str = "0") -> Trajectory:
     return Trajectory(task=Task(id="bench-http", instruction="Find the best waterfalls to see while hiking "
                                 "in the Superstition Mountains"),
                       steps=steps, screenshots=shots, final_answer="Massacre Falls and Hieroglyphic Canyon")
+
+
+def write_rows(path: str | Path, rows: int, tasks: int, shots: int, *, task_prefix: str = "task-") -> None:
+    """`rows` rollouts of `tasks` tasks (interleaved) as native JSONL, each with `shots` inline
+    screenshots: the large-row source the Ray benchmark and its tests read. Each task's instruction
+    differs, so each gets a rubric of its own rather than one shared."""
+    sources = source_pngs()
+    with open(path, "w") as fh:
+        for k in range(rows):
+            traj = trajectory(shots, sources, run=f"r{k}")
+            traj.task.id = f"{task_prefix}{k % tasks}"
+            traj.task.instruction += f" (variant {k % tasks})"
+            fh.write(traj.to_json() + "\n")
