@@ -34,3 +34,16 @@ def missing(msg: str, *extra: str) -> NoReturn:
     if required_here(*extra):
         pytest.fail(msg, pytrace=False)
     pytest.skip(msg)
+
+
+def load_recipe(file: str, name: str):
+    """A `recipes/` script imported by path as module `name` (registered first: its dataclasses
+    resolve their annotations through `sys.modules`)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "recipes" / file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

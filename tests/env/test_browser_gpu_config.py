@@ -2,11 +2,10 @@
 report_to that needs no extra, and a full episode's screenshots inside the completion budget."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from suite_env import load_recipe
 
 yaml = pytest.importorskip("yaml")
 REPO = Path(__file__).resolve().parents[2]
@@ -14,11 +13,7 @@ CONFIG = yaml.safe_load((REPO / "recipes" / "configs" / "browser_gpu.yaml").read
 
 
 def _recipe():
-    spec = importlib.util.spec_from_file_location("grpo_browser_cfg", REPO / "recipes" / "grpo_browser.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    return load_recipe("grpo_browser.py", "grpo_browser_cfg")
 
 
 def test_the_judge_is_named_as_serve_judge_serves_it():
@@ -42,10 +37,7 @@ def test_a_full_episode_fits_the_completion_budget():
 
 
 def test_remote_rewards_recipe_takes_the_trlparser_yaml_form():
-    spec = importlib.util.spec_from_file_location("grpo_remote_cfg", REPO / "recipes" / "grpo_remote_rewards.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    mod = load_recipe("grpo_remote_rewards.py", "grpo_remote_cfg")
     _script, training, model, args = mod.parse(["--config", str(REPO / "recipes" / "configs" / "remote_rewards.yaml"),
                                                     "--model_name_or_path", "tiny", "--n_tasks", "2", "--bf16", "false",
                                                "--per_device_train_batch_size", "8"])  # one process here

@@ -3,14 +3,13 @@ image parts of its first turn, and the token budget the browser recipe prints at
 budget must count the images the policy really gets)."""
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from PIL import Image
+from suite_env import load_recipe
 
 from browser_env.config import DEFAULT_POLICY_MAX_SIDE
 from browser_env.episode_runner import ThreadedEpisode, policy_max_side, with_page
@@ -27,11 +26,7 @@ def _png(width: int, height: int) -> bytes:
 
 @pytest.fixture(scope="module")
 def recipe():
-    spec = importlib.util.spec_from_file_location("grpo_browser_images", REPO / "recipes" / "grpo_browser.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclass resolves annotations there
-    spec.loader.exec_module(mod)
-    return mod
+    return load_recipe("grpo_browser.py", "grpo_browser_images")
 
 
 @pytest.mark.parametrize(("size", "thumb"), [((1280, 800), (448, 280)), ((960, 600), (448, 280)),

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from suite_env import load_recipe
 
 from reward import RewardSettings, clear_sessions, make_uv_rewards
 from verifier.errors import JudgeUnavailableError
@@ -53,11 +54,7 @@ def test_unscored_rows_beside_scored_ones_survive_trls_completions_table(tmp_pat
 
 
 def _grpo_train_module():
-    spec = importlib.util.spec_from_file_location("grpo_train_defects", REPO / "recipes" / "grpo_train.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass resolves annotations there
-    spec.loader.exec_module(module)
-    return module
+    return load_recipe("grpo_train.py", "grpo_train_defects")
 
 
 def test_grpo_train_real_runs_save_checkpoints():

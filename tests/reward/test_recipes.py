@@ -1,7 +1,6 @@
 """The recipes run as documented: GRPO on CPU with a tiny VLM, offline scoring through the shell recipe."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -9,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from suite_env import load_recipe
 
 from reward import clear_sessions
 from verifier.records import ResultWriter
@@ -19,11 +19,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _grpo_train():
-    spec = importlib.util.spec_from_file_location("grpo_train", REPO / "recipes" / "grpo_train.py")
-    recipe = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = recipe  # its dataclass resolves annotations there
-    spec.loader.exec_module(recipe)
-    return recipe
+    return load_recipe("grpo_train.py", "grpo_train")
 
 
 @pytest.mark.slow
