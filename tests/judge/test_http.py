@@ -6,14 +6,23 @@ is checked against what ``AsyncOpenAI`` itself raises for the same response (cla
 """
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
+import socket
+import struct
+import threading
+import time
+import warnings
 
+import aiohttp
 import openai
 import pytest
 from judge_server import fast_config, ok
 from pydantic import BaseModel
 
 from verifier.judge import Message, make_judge
+from verifier.judge.endpoints import EndpointPool, Tally
 from verifier.judge.http import ChatClient, MalformedReply, httpx, parse_completion, status_error
 
 URL = "http://judge.test/v1"
@@ -24,10 +33,49 @@ COMPLETION = {"id": "c1", "object": "chat.completion", "created": 0, "model": "s
               "prompt_logprobs": None, "kv_transfer_params": None}  # vLLM's extra fields
 
 
-def client_with(handler) -> ChatClient:
-    client = ChatClient(URL, "sk-test", 30.0, verify=True)
-    client.http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    return client
+class RawServer:
+    """A loopback HTTP/1.1 server that records each request's raw bytes and answers by `mode`:
+    ``ok`` (a 200 chat completion), ``close`` (reads the request, closes without a reply),
+    ``reset`` (a TCP RST), ``hang`` (never answers), or an int status with a JSON error body."""
+
+    def __init__(self, mode: object = "ok") -> None:
+        self.mode, self.seen = mode, []
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn: socket.socket) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = int(next(v for k, v in (ln.split(b":", 1) for ln in head.split(b"\r\n")[1:])
+                          if k.strip().lower() == b"content-length"))
+        while len(body) < length:
+            body += conn.recv(65536)
+        self.seen.append((head.decode(), body))
+        if self.mode == "hang":
+            time.sleep(3)
+        elif self.mode == "reset":
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        elif self.mode != "close":
+            status = 200 if self.mode == "ok" else int(self.mode)  # type: ignore[call-overload]
+            payload = json.dumps(COMPLETION if status == 200 else {"error": {"message": "slow down"}}).encode()
+            conn.sendall(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nRetry-After: 2\r\n"
+                         f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload)
+            time.sleep(0.2)
+        conn.close()
+
+    def stop(self) -> None:
+        self.sock.close()
 
 
 def reply(status: int, body: str, headers: dict[str, str] | None = None) -> httpx.Response:
@@ -38,25 +86,33 @@ def reply(status: int, body: str, headers: dict[str, str] | None = None) -> http
         return client.post(URL + "/chat/completions", content=b"{}")
 
 
-async def test_the_request_is_the_given_bytes_with_the_key_and_timeout():
-    seen = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(200, json=COMPLETION)
-
-    client = client_with(handler)
+async def test_the_request_is_the_given_bytes_with_the_key():
+    srv = RawServer()
+    client = ChatClient(srv.url, "sk-test", 30.0, verify=True)
     body = b'{"model":"m","messages":[{"role":"user","content":"\xc3\xa9"}]}'
     got = await client.chat(body, 7.5)
-    (req,) = seen
-    assert req.method == "POST" and str(req.url) == URL + "/chat/completions"
-    assert req.content == body and req.headers["authorization"] == "Bearer sk-test"
-    assert req.headers["content-type"] == "application/json"
-    assert req.extensions["timeout"] == {"connect": 7.5, "read": 7.5, "write": 7.5, "pool": 7.5}
+    (head, sent), = srv.seen
+    lines = head.split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, v in (ln.split(":", 1) for ln in lines[1:])}
+    assert lines[0] == "POST /v1/chat/completions HTTP/1.1" and sent == body
+    assert headers["authorization"] == "Bearer sk-test" and headers["content-type"] == "application/json"
     assert got.choices[0].message.content == '{"ok": true}' and got.choices[0].finish_reason == "stop"
     assert got.usage is not None and (got.usage.prompt_tokens, got.usage.completion_tokens) == (12, 3)
     assert got.model == "served" and "sk-test" not in repr(client)
     await client.close()
+    srv.stop()
+
+
+async def test_an_error_status_from_the_wire_keeps_its_class_body_and_headers():
+    srv = RawServer(429)
+    client = ChatClient(srv.url, "k", 30.0, verify=True)
+    with pytest.raises(openai.RateLimitError) as err:
+        await client.chat(b"{}", 5.0)
+    assert str(err.value) == "Error code: 429 - slow down" and err.value.body == {"message": "slow down"}
+    assert err.value.response.headers["retry-after"] == "2"  # read by the transport's Retry-After handling
+    assert str(err.value.request.url) == srv.url + "/chat/completions"
+    await client.close()
+    srv.stop()
 
 
 @pytest.mark.parametrize("status,body,cls", [
@@ -105,23 +161,47 @@ def test_odd_token_counts_are_dropped_not_fatal():
     assert got.choices[0].message.content is None and got.usage is None and got.model is None
 
 
-@pytest.mark.parametrize("exc,cls", [
-    (httpx.ConnectError("refused"), openai.APIConnectionError),
-    (httpx.RemoteProtocolError("server disconnected"), openai.APIConnectionError),
-    (httpx.ReadTimeout("slow"), openai.APITimeoutError),
-    (httpx.ConnectTimeout("slow"), openai.APITimeoutError),
+@pytest.mark.parametrize("mode,cls", [
+    ("refused", openai.APIConnectionError),
+    ("close", openai.APIConnectionError),
+    ("reset", openai.APIConnectionError),
+    ("hang", openai.APITimeoutError),
 ])
-async def test_transport_errors_are_the_sdks_connection_errors(exc, cls):
-    def handler(request: httpx.Request) -> httpx.Response:
-        exc.request = request
-        raise exc
-
-    client = client_with(handler)
+async def test_transport_errors_are_the_sdks_connection_errors(mode, cls, unused_url):
+    srv = RawServer(mode)
+    url = unused_url if mode == "refused" else srv.url
+    client = ChatClient(url, "k", 30.0, verify=True)
+    start = time.monotonic()
     with pytest.raises(cls) as err:
-        await client.chat(b"{}", 1.0)
-    assert type(err.value) is cls and str(err.value.request.url) == URL + "/chat/completions"
-    assert err.value.__cause__ is exc
+        await client.chat(b"{}", 0.5)  # the per-call timeout, not the client's 30 s
+    assert type(err.value) is cls and str(err.value.request.url) == url + "/chat/completions"
+    assert isinstance(err.value.__cause__, aiohttp.ClientError | TimeoutError)
+    assert time.monotonic() - start < 2.5
     await client.close()
+    srv.stop()
+
+
+def test_a_client_whose_loop_closed_is_abandoned_without_unclosed_warnings(caplog):
+    """Offline scoring runs one event loop per `asyncio.run`; the pools of finished loops are
+    dropped, and their sessions must not log aiohttp's "Unclosed client session" when collected."""
+    srv = RawServer()
+    pool = EndpointPool(fast_config(srv.url))
+
+    async def one() -> None:
+        await pool.send({"model": "judge", "messages": []}, Tally(), stage="test")
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(one())
+        asyncio.run(one())  # drops the first loop's pool
+        client = pool._pools[next(iter(pool._pools))].endpoints[0].client
+        asyncio.run(pool.aclose())  # another loop: the second loop's pool is forgotten too
+        del client
+        gc.collect()
+    assert len(srv.seen) == 2
+    assert not [w for w in caught if "Unclosed" in str(w.message)]
+    assert "Unclosed" not in caplog.text
+    srv.stop()
 
 
 class Answer(BaseModel):

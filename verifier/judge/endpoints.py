@@ -1,7 +1,7 @@
 """The transport layer: replicas, per-endpoint concurrency, and bounded retries with backoff.
 
 This is the first of exactly two retry layers (the second, re-asking on invalid output, lives in
-`openai_compat`). Requests go out through `http.ChatClient` (the SDK's HTTP client and exception
+`openai_compat`). Requests go out through `http.ChatClient` (aiohttp, with the SDK's exception
 classes, no SDK retries), so the layers never multiply.
 
 Why per event loop: an HTTP client (its connection pool) and an ``asyncio.Semaphore``
@@ -44,7 +44,7 @@ from .http import ChatClient, Completion, MalformedReply, httpx
 from .jsonbody import dumps_body
 
 log = logging.getLogger("cua_verifier.judge")
-create_ssl_context = httpx.create_ssl_context  # the SDK's HTTP library (see `http`)
+create_ssl_context = httpx.create_ssl_context  # the SDK's trust settings (see `http`)
 
 _RETRYABLE_STATUS = {408, 409, 429}
 #: How often a caller re-checks a half-open endpoint whose probe is in flight.
@@ -166,6 +166,8 @@ class EndpointPool:
             loop = pool.loop_ref()
             if loop is None or loop.is_closed():
                 del self._pools[loop_id]  # its connections died with the loop
+                for ep in pool.endpoints:
+                    ep.client.abandon()
 
     def pick(self, avoid: str | None = None) -> Endpoint:
         """Least in flight; ties rotate; `avoid` (the endpoint that just refused) if possible;
@@ -200,6 +202,9 @@ class EndpointPool:
             if loop is not None and loop_id == id(loop) and pool.loop_ref() is loop:
                 for ep in pool.endpoints:
                     await ep.client.close()
+            elif (other := pool.loop_ref()) is None or other.is_closed():
+                for ep in pool.endpoints:
+                    ep.client.abandon()
 
     # ---- one request with transport retries ---------------------------------------------------
     async def send(self, request: dict[str, Any], tally: Tally, *, stage: str) -> Any:

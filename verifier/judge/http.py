@@ -1,23 +1,28 @@
-"""One chat-completions POST on the SDK's HTTP client, without the SDK's per-request layer.
+"""One chat-completions POST on aiohttp, with the OpenAI SDK's exceptions.
 
-Why: ``AsyncOpenAI.post`` builds request-option and header models for every request and turns
-every reply into the full ``ChatCompletion`` model tree: ~1.3 ms of client CPU per request on this
-2-core machine (3.2 ms against 1.9 ms for the same POST on the same HTTP client). A relevance
-fan-out sends 40-75 requests back to back from one event loop before the last one leaves, so that
-layer was ~50-100 ms of every verification's critical path at M = 50-100 (issue 10).
+Why not the SDK's own client: ``AsyncOpenAI.post`` builds request-option and header models for
+every request and turns every reply into the full ``ChatCompletion`` model tree (~1.3 ms of client
+CPU per request here, issue 10). Why not its HTTP library (httpx/httpcore) either: its connection
+pool re-checks every idle connection (a ``poll`` per socket) each time a request starts or ends, so
+a relevance fan-out of 50 requests over ~100 pooled connections cost ~5 ms of CPU per request in
+a reward service (0.15-0.25 s per verification at M = 50, issue 21 §3). aiohttp keeps idle
+connections in a queue it pops, learns of a server's close from the event loop rather than by
+polling, and parses replies in C: ~1.2 ms against ~2.9 ms per 0.8 MB POST measured side by side.
 
-What is kept from the SDK: its HTTP client (``openai.DefaultAsyncHttpxClient``: the SDK's
-connection limits and redirect policy, our shared TLS context) and its exception classes with its
-mapping of status codes to them (``BadRequestError`` for 400, ``RateLimitError`` for 429, ...), so
-the retry and error layers above (`endpoints`, `openai_compat`) see exactly what they saw before.
-What is ours: the body is already JSON bytes (`jsonbody`), and a reply is read into `Completion`,
-which holds only what the judge reads (content, finish reason, token counts, model).
+What is kept from the SDK: its exception classes and its mapping of status codes to them
+(``BadRequestError`` for 400, ``RateLimitError`` for 429, ...; errors carry an ``httpx.Response``
+as the SDK's do), so the retry and error layers above (`endpoints`, `openai_compat`) see exactly
+what they saw before. What is ours: the body is already JSON bytes (`jsonbody`), and a reply is
+read into `Completion`, which holds only what the judge reads (content, finish reason, token
+counts, model).
 """
 from __future__ import annotations
 
 import json
+import ssl
 from typing import Any
 
+import aiohttp
 import openai
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -114,46 +119,71 @@ def parse_completion(content: bytes, url: str) -> Completion:
         raise MalformedReply(f"HTTP 200 from {url} whose body is not a chat completion: {snippet!r}") from None
 
 
-class ChatClient:
-    """POSTs chat completions to one endpoint. One per endpoint per event loop (`endpoints`)."""
+#: Seconds an idle connection is kept: under the 5 s after which uvicorn (vLLM's server) closes
+#: one, so a request is never written into a connection the server is closing.
+KEEPALIVE_S = 4.0
+#: Connections when the caller sets no bound (the SDK's own default limit).
+DEFAULT_CONNECTIONS = 1000
 
-    def __init__(self, base_url: str, api_key: str, timeout_s: float, verify: Any, *,
+
+class ChatClient:
+    """POSTs chat completions to one endpoint. One per endpoint per event loop (`endpoints`); its
+    aiohttp session is opened by the first request, inside that loop."""
+
+    def __init__(self, base_url: str, api_key: str, timeout_s: float, verify: ssl.SSLContext | bool, *,
                  connections: int | None = None) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
-        # Every connection the semaphore lets open is kept alive: with the SDK's 100 kept of 1000,
-        # a burst of fan-out requests over 100 closed and reopened connections on every wave, and
-        # the pool scans all its connections per request (a reward service spent ~0.1 s of CPU per
-        # verification there).
-        limits = (httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-                  if connections else None)
-        kw = {"limits": limits} if limits is not None else {}
-        self.http = openai.DefaultAsyncHttpxClient(timeout=timeout_s, verify=verify, **kw)
+        self.timeout_s = timeout_s
+        # Every connection the semaphore lets open is kept alive: closing and reopening them on
+        # every fan-out wave costs more than holding them (`KEEPALIVE_S`).
+        self._limit = connections or DEFAULT_CONNECTIONS
+        self._ssl = verify
+        self._session: aiohttp.ClientSession | None = None
         self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
                          "Accept": "application/json"}
 
     def __repr__(self) -> str:  # the headers hold the API key
         return f"ChatClient({self.url!r})"
 
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self._limit, keepalive_timeout=KEEPALIVE_S, ssl=self._ssl)
+            # trust_env: HTTP(S)_PROXY / NO_PROXY and .netrc are honoured, as by the SDK's client
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=True,
+                                                  timeout=aiohttp.ClientTimeout(total=self.timeout_s))
+        return self._session
+
     async def chat(self, body: bytes, timeout_s: float | None) -> Completion:
         """POST `body`; raises the SDK's ``APITimeoutError`` / ``APIConnectionError`` /
         ``APIStatusError`` subclasses, or `MalformedReply`."""
+        timeout = aiohttp.ClientTimeout(total=timeout_s if timeout_s is not None else self.timeout_s)
         try:
-            response = await self.http.post(self.url, content=body, headers=self._headers,
-                                            timeout=timeout_s if timeout_s is not None else httpx.USE_CLIENT_DEFAULT)
-        except httpx.TimeoutException as exc:
-            raise openai.APITimeoutError(request=exc.request) from exc
-        except httpx.HTTPError as exc:  # refused, reset, protocol errors
-            raise openai.APIConnectionError(request=_request_of(exc, self.url)) from exc
-        if not response.is_success:
-            raise status_error(response)
-        return parse_completion(response.content, self.url)
+            async with self._open().post(self.url, data=body, headers=self._headers, timeout=timeout) as resp:
+                content = await resp.read()
+                status, headers = resp.status, list(resp.headers.items())
+        except TimeoutError as exc:  # aiohttp's connect/read timeouts are TimeoutErrors too
+            raise openai.APITimeoutError(request=self.request()) from exc
+        except aiohttp.ClientError as exc:  # refused, reset, disconnected, protocol errors
+            raise openai.APIConnectionError(request=self.request()) from exc
+        if not 200 <= status < 300:
+            raise status_error(httpx.Response(status, headers=headers, content=content, request=self.request()))
+        return parse_completion(content, self.url)
+
+    def request(self) -> httpx.Request:
+        """The request as the SDK's exceptions name it (method and URL; never the key)."""
+        return httpx.Request("POST", self.url)
 
     async def close(self) -> None:
-        await self.http.aclose()
+        if self._session is not None:
+            await self._session.close()
 
-
-def _request_of(exc: httpx.HTTPError, url: str) -> httpx.Request:
-    try:
-        return exc.request
-    except RuntimeError:  # an error raised before a request existed
-        return httpx.Request("POST", url)
+    def abandon(self) -> None:
+        """Forget the session of an event loop that closed without closing it: its sockets died
+        with the loop; marking it closed keeps aiohttp from logging "Unclosed client session"
+        when it is collected."""
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            connector = session.connector
+            session.detach()
+            if connector is not None:
+                connector._close()  # closes what it still holds; no I/O, no loop needed
