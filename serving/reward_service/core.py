@@ -29,7 +29,7 @@ from verifier.loaders import load_native_record
 from verifier.loaders._common import check_screenshots
 from verifier.session import Outcome, VerifierSession
 from verifier.settings import RewardSettings
-from verifier.trajectory import Trajectory
+from verifier.trajectory import Screenshot, Trajectory
 
 from .budget import ByteBudget
 from .config import ServiceConfig
@@ -95,12 +95,16 @@ def parse_trajectory(record: dict[str, Any], root: Path | None, *, where: str) -
     for k, shot in enumerate(traj.screenshots):
         if shot.path is not None:
             shot.path = confine(shot.path, root, field=f"screenshots[{k}].path")
-    check_screenshots(traj.screenshots, file=where)
-    for shot in traj.screenshots:  # the base64 text stays (sent as it is); its decoded copy goes,
-        image_verdict(shot.sha256, shot.bytes)  # once verified (by hash) while it is still held
-        shot.drop_bytes()
+    check_screenshots(traj.screenshots, file=where, each=_verify_and_drop)
     traj.source_path = record.get("source_path")  # the id the client gave, as in-process
     return traj
+
+
+def _verify_and_drop(shot: Screenshot) -> None:
+    """Hash and verify a screenshot while its decoded bytes are held (and hot in cache), then drop
+    them: the base64 text stays (it is sent as it is); the verdict is kept by hash."""
+    image_verdict(shot.sha256, shot.bytes)
+    shot.drop_bytes()
 
 
 def status_of(error: BaseException) -> int:

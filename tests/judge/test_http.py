@@ -69,7 +69,7 @@ class RawServer:
         elif self.mode != "close":
             status = 200 if self.mode == "ok" else int(self.mode)  # type: ignore[call-overload]
             payload = json.dumps(COMPLETION if status == 200 else {"error": {"message": "slow down"}}).encode()
-            conn.sendall(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nRetry-After: 2\r\n"
+            conn.sendall(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nRetry-After: 2\r\nConnection: close\r\n"
                          f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload)
             time.sleep(0.2)
         conn.close()
@@ -99,6 +99,12 @@ async def test_the_request_is_the_given_bytes_with_the_key():
     assert got.choices[0].message.content == '{"ok": true}' and got.choices[0].finish_reason == "stop"
     assert got.usage is not None and (got.usage.prompt_tokens, got.usage.completion_tokens) == (12, 3)
     assert got.model == "served" and "sk-test" not in repr(client)
+    pieces = [b'{"model":"m","messages":[{"role":"user","content":"', b"data:image/png;base64," + b"A" * 300_000,
+              b'"}]}']
+    await client.chat(pieces, 7.5)  # written piece by piece, under one Content-Length
+    (head, sent) = srv.seen[1]
+    assert sent == b"".join(pieces) and f"Content-Length: {len(sent)}" in head
+    assert "chunked" not in head.lower()
     await client.close()
     srv.stop()
 

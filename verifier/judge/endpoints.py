@@ -41,7 +41,7 @@ from .breaker import CircuitBreaker
 from .config import JudgeConfig
 from .deadline import deadline_at, time_left
 from .http import ChatClient, Completion, MalformedReply, httpx
-from .jsonbody import dumps_body
+from .jsonbody import body_pieces
 
 log = logging.getLogger("cua_verifier.judge")
 create_ssl_context = httpx.create_ssl_context  # the SDK's trust settings (see `http`)
@@ -339,7 +339,7 @@ def shared_ssl_context() -> ssl.SSLContext:
 async def _post(endpoint: Endpoint, request: dict[str, Any]) -> Completion:
     # Our body is already plain JSON: post it as the bytes the SDK would send, images spliced in
     # unescaped (see `jsonbody`), on the SDK's HTTP client without its per-request layer (`http`).
-    body = dumps_body({k: v for k, v in request.items() if k != "timeout"})
+    body = body_pieces({k: v for k, v in request.items() if k != "timeout"})
     return await endpoint.client.chat(body, request.get("timeout"))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import ssl
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
@@ -119,6 +120,22 @@ def parse_completion(content: bytes, url: str) -> Completion:
         raise MalformedReply(f"HTTP 200 from {url} whose body is not a chat completion: {snippet!r}") from None
 
 
+class PiecesPayload(aiohttp.payload.Payload):
+    """A request body written as the pieces it was built from (`jsonbody.body_pieces`), with its
+    Content-Length: a body of many screenshots is never joined into one buffer first."""
+
+    def __init__(self, pieces: Sequence[bytes]) -> None:
+        super().__init__(pieces, content_type="application/json")
+        self._size = sum(map(len, pieces))
+
+    async def write(self, writer: Any) -> None:
+        for piece in self._value:
+            await writer.write(piece)
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return b"".join(self._value).decode(encoding, errors)
+
+
 #: Seconds an idle connection is kept: under the 5 s after which uvicorn (vLLM's server) closes
 #: one, so a request is never written into a connection the server is closing.
 KEEPALIVE_S = 4.0
@@ -153,12 +170,13 @@ class ChatClient:
                                                   timeout=aiohttp.ClientTimeout(total=self.timeout_s))
         return self._session
 
-    async def chat(self, body: bytes, timeout_s: float | None) -> Completion:
-        """POST `body`; raises the SDK's ``APITimeoutError`` / ``APIConnectionError`` /
+    async def chat(self, body: bytes | Sequence[bytes], timeout_s: float | None) -> Completion:
+        """POST `body` (bytes, or the pieces to write one after the other); raises the SDK's ``APITimeoutError`` / ``APIConnectionError`` /
         ``APIStatusError`` subclasses, or `MalformedReply`."""
         timeout = aiohttp.ClientTimeout(total=timeout_s if timeout_s is not None else self.timeout_s)
         try:
-            async with self._open().post(self.url, data=body, headers=self._headers, timeout=timeout) as resp:
+            data = body if isinstance(body, bytes) else PiecesPayload(body)
+            async with self._open().post(self.url, data=data, headers=self._headers, timeout=timeout) as resp:
                 content = await resp.read()
                 status, headers = resp.status, list(resp.headers.items())
         except TimeoutError as exc:  # aiohttp's connect/read timeouts are TimeoutErrors too

@@ -32,7 +32,14 @@ def dumps(value: Any) -> str:
 
 
 def dumps_body(body: dict[str, Any]) -> bytes:
-    """`body` as the SDK would serialise it, with each `JsonSafe` string spliced in as it is.
+    """`body` as the SDK would serialise it, with each `JsonSafe` string spliced in as it is."""
+    return b"".join(body_pieces(body))
+
+
+def body_pieces(body: dict[str, Any]) -> list[bytes]:
+    """`dumps_body(body)` as the list of pieces it joins: the HTTP client writes them one after
+    the other (`http.PiecesPayload`), so a request of many screenshots is never copied into one
+    buffer first (~0.4 ms per MB here, ~60 MB per verification at M = 50).
 
     The body is serialised once with a short placeholder per `JsonSafe` string (a random token
     drawn after the body was built, so no text in it is likely to spell one; if one did, the count
@@ -54,12 +61,12 @@ def dumps_body(body: dict[str, Any]) -> bytes:
 
     skeleton = dumps(swap(body))
     if not safe:
-        return skeleton.encode()
+        return [skeleton.encode()]
     head, *rest = skeleton.split(f'"{dumps(token)[1:-1]}')  # each rest piece: '<index>"...'
     if len(rest) != len(safe):
-        return dumps(body).encode()  # pragma: no cover - a text that spells the token
+        return [dumps(body).encode()]  # pragma: no cover - a text that spells the token
     out = [head.encode()]
     for piece in rest:
         index, _, tail = piece.partition('"')
-        out += (b'"', safe[int(index)].encode("ascii"), b'"', tail.encode())
-    return b"".join(out)
+        out += (b'"', safe[int(index)].encode("ascii"), f'"{tail}'.encode())
+    return out

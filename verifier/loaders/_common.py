@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -266,12 +266,17 @@ def confine_screenshots(shots: Sequence[Screenshot], root: str | os.PathLike[str
         shot.confine_to(base)
 
 
-def check_screenshots(shots: Sequence[Screenshot], *, file: str) -> None:
+def check_screenshots(shots: Sequence[Screenshot], *, file: str,
+                      each: Callable[[Screenshot], None] | None = None) -> None:
     """Cheap load-time check (exists, is an image, within size guards) without decoding pixels.
 
     A data URL whose text repeats an earlier one's (a page that did not change) adopts that
     screenshot's checked facts instead of being decoded again. Candidates are found by length and
-    tail (no hash of megabytes of text); the full texts are compared before adopting."""
+    tail (no hash of megabytes of text); the full texts are compared before adopting.
+
+    `each` runs on every checked screenshot (not on the twins that adopt one) right after its
+    check: work on its decoded bytes (hashing, verifying) is then done while they are still in the
+    CPU's cache, rather than in a second pass after every other image has evicted them."""
     seen: dict[tuple[int, str], list[Screenshot]] = {}
     for pos, shot in enumerate(shots):
         url = shot.data_url
@@ -286,6 +291,8 @@ def check_screenshots(shots: Sequence[Screenshot], *, file: str) -> None:
             raise ScreenshotError(f"screenshot {pos + 1} of {len(shots)} (step {shot.step}, "
                                   f"{shot.timing}): {exc.reason}", file=exc.file or file,
                                   field=exc.field or f"screenshots[{pos}]") from exc
+        if each is not None:
+            each(shot)
         if key is not None:
             seen.setdefault(key, []).append(shot)
 
