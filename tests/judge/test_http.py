@@ -109,6 +109,27 @@ async def test_the_request_is_the_given_bytes_with_the_key():
     srv.stop()
 
 
+async def test_the_environments_proxy_is_used_and_netrc_is_not_read(monkeypatch, tmp_path):
+    """HTTP_PROXY / NO_PROXY are honoured (read once, when the client is made); a .netrc entry for
+    the judge's host neither replaces nor clashes with the API key."""
+    proxy = RawServer()
+    (tmp_path / ".netrc").write_text("machine judge.test login someone password netrc-secret\n")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(tmp_path / ".netrc"))
+    monkeypatch.setenv("HTTP_PROXY", proxy.url.removesuffix("/v1"))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    client = ChatClient("http://judge.test/v1", "sk-test", 30.0, verify=True)
+    await client.chat(b"{}", 5.0)
+    (head, _), = proxy.seen
+    assert head.startswith("POST http://judge.test/v1/chat/completions HTTP/1.1")
+    assert "Authorization: Bearer sk-test" in head and "netrc-secret" not in head
+    await client.close()
+    monkeypatch.setenv("NO_PROXY", "judge.test")
+    assert ChatClient("http://judge.test/v1", "k", 30.0, verify=True)._proxy is None
+    proxy.stop()
+
+
 async def test_an_error_status_from_the_wire_keeps_its_class_body_and_headers():
     srv = RawServer(429)
     client = ChatClient(srv.url, "k", 30.0, verify=True)

@@ -25,6 +25,7 @@ from typing import Any
 
 import aiohttp
 import openai
+import yarl
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 try:  # the HTTP library the SDK is built on (httpx2 in recent SDKs, httpx before)
@@ -143,6 +144,16 @@ KEEPALIVE_S = 4.0
 DEFAULT_CONNECTIONS = 1000
 
 
+def env_proxy(url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
+    """The proxy the environment names for `url` (``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY``,
+    as urllib reads them), and its credentials; (None, None) to go direct."""
+    try:
+        proxy, auth = aiohttp.helpers.get_env_proxy_for_url(yarl.URL(url))
+    except LookupError:
+        return None, None
+    return str(proxy), auth
+
+
 class ChatClient:
     """POSTs chat completions to one endpoint. One per endpoint per event loop (`endpoints`); its
     aiohttp session is opened by the first request, inside that loop."""
@@ -155,6 +166,10 @@ class ChatClient:
         # every fan-out wave costs more than holding them (`KEEPALIVE_S`).
         self._limit = connections or DEFAULT_CONNECTIONS
         self._ssl = verify
+        # HTTP(S)_PROXY / NO_PROXY are honoured, as by the SDK's client, but read here once: with
+        # aiohttp's trust_env every request re-read the environment and parsed ~/.netrc (~10% of a
+        # reward service's CPU), and a .netrc entry for the judge's host would clash with our key.
+        self._proxy, self._proxy_auth = env_proxy(self.url)
         self._session: aiohttp.ClientSession | None = None
         self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
                          "Accept": "application/json"}
@@ -165,8 +180,7 @@ class ChatClient:
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self._limit, keepalive_timeout=KEEPALIVE_S, ssl=self._ssl)
-            # trust_env: HTTP(S)_PROXY / NO_PROXY and .netrc are honoured, as by the SDK's client
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=True,
+            self._session = aiohttp.ClientSession(connector=connector,
                                                   timeout=aiohttp.ClientTimeout(total=self.timeout_s))
         return self._session
 
@@ -176,7 +190,8 @@ class ChatClient:
         timeout = aiohttp.ClientTimeout(total=timeout_s if timeout_s is not None else self.timeout_s)
         try:
             data = body if isinstance(body, bytes) else PiecesPayload(body)
-            async with self._open().post(self.url, data=data, headers=self._headers, timeout=timeout) as resp:
+            async with self._open().post(self.url, data=data, headers=self._headers, timeout=timeout,
+                                         proxy=self._proxy, proxy_auth=self._proxy_auth) as resp:
                 content = await resp.read()
                 status, headers = resp.status, list(resp.headers.items())
         except TimeoutError as exc:  # aiohttp's connect/read timeouts are TimeoutErrors too
