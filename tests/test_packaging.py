@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from suite_env import base_venv
 
 pytestmark = pytest.mark.slow
 
@@ -41,11 +42,19 @@ def test_wheel_ships_prompts_and_packages(wheel: Path) -> None:
 
 
 def test_installed_wheel_renders_prompts(wheel: Path, tmp_path: Path) -> None:
+    """The wheel installed (not editable, no deps: they come from the base venv's site-packages,
+    added by a .pth, which does not run that venv's editable hook) into a venv of its own."""
+    base = base_venv()
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+    venv.EnvBuilder(with_pip=False).create(env_dir)
     py = env_dir / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], check=True,
-                   capture_output=True)
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    base_site = subprocess.run([str(base), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip()
+    Path(site, "zz_base_deps.pth").write_text(base_site + "\n")
+    subprocess.run([str(base), "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", str(wheel)],
+                   check=True, capture_output=True)
     script = (
         "import json, verifier.prompts as p\n"
         "d = p.prompts_dir()\n"

@@ -2,18 +2,14 @@
 
 Why: OpenRLHF swallows a reward function's exception, so a client that needs an extra's package
 fails invisibly on a trainer node with the base install. The venv is built once and cached under
-`.cache/base-venv` (rebuilt when pyproject.toml changes); the service runs in the test venv.
+`.cache/base-venv` (`suite_env.base_venv`, rebuilt when pyproject.toml changes); the service runs
+in the test venv.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 import subprocess
-import sys
 import textwrap
-import time
-from pathlib import Path
 
 import pytest
 
@@ -21,9 +17,7 @@ pytest.importorskip("fastapi")
 pytestmark = pytest.mark.slow  # builds a venv once (~1 min), then a real service process
 
 from service_helpers import LoopbackJudge, Service
-
-REPO = Path(__file__).resolve().parents[2]
-VENV = REPO / ".cache" / "base-venv"
+from suite_env import BASE_VENV, base_venv
 
 CLIENT = textwrap.dedent('''
     import asyncio, importlib.util, json, sys
@@ -45,26 +39,11 @@ CLIENT = textwrap.dedent('''
 ''')
 
 
-def base_venv() -> Path:
-    """A venv holding only the project's base dependencies (cached; rebuilt on a pyproject change)."""
-    stamp = hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()[:16]
-    python = VENV / "bin" / "python"
-    if python.exists() and (VENV / "stamp").exists() and (VENV / "stamp").read_text() == stamp:
-        return python
-    shutil.rmtree(VENV, ignore_errors=True)
-    t0 = time.monotonic()
-    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "-e", str(REPO)], check=True, timeout=900)
-    (VENV / "stamp").write_text(stamp)
-    print(f"base venv built in {time.monotonic() - t0:.0f} s")
-    return python
-
-
 def test_every_reward_client_works_on_a_base_install():
     python = base_venv()
     with LoopbackJudge() as judge, Service(judge.url) as svc:
         run = subprocess.run([str(python), "-c", CLIENT, svc.url], capture_output=True, text=True,
-                             timeout=300, cwd=VENV, check=False)  # not the checkout: the installed package is imported
+                             timeout=300, cwd=BASE_VENV, check=False)  # not the checkout: the installed package is imported
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert not out["fastapi"]  # really no extras
