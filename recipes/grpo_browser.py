@@ -29,6 +29,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
+from reward.model_card import card_dataset  # after the path set-up above
+
 
 @dataclass
 class BrowserArguments:
@@ -180,12 +182,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
         trainer.save_model(training_args.output_dir)
         if trainer.accelerator.is_main_process:
-            # the built-in task list is no hub dataset: the card names none (a made-up id is invalid metadata)
+            # only a hub dataset is named (reward.model_card): not the built-in tasks, not a local path
             trainer.create_model_card(model_name=Path(training_args.output_dir).name,
-                                      dataset_name=script_args.dataset_name,
+                                      dataset_name=card_dataset(script_args.dataset_name),
                                       tags=["computer-use", "browser", "universal-verifier", "browser_env-tasks"])
         if training_args.push_to_hub:
-            trainer.push_to_hub(dataset_name=script_args.dataset_name)
+            trainer.push_to_hub(dataset_name=card_dataset(script_args.dataset_name))
         if hasattr(trainer, "end"):  # transformers >= 5.18: trackers finished, process group destroyed
             trainer.end()
     finally:

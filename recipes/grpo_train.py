@@ -42,6 +42,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
+from reward.model_card import card_dataset  # after the path set-up above
+
 log = logging.getLogger("grpo_train")
 
 #: TRL 1.x still uses transformers' pre-v6 `gradient_checkpointing*` names (its GRPOConfig turns the
@@ -122,21 +124,6 @@ def load_prompts(args: TrainArguments, script_args: Any) -> Any:
         return datasets.load_dataset(kind, data_files=str(path), split="train")
     return datasets.load_dataset(script_args.dataset_name, name=script_args.dataset_config,
                                  split=script_args.dataset_train_split)
-
-
-def card_dataset(name: str | None) -> str | None:
-    """The dataset the model card may name: a hub id only. TRL writes it into the card's `datasets`
-    metadata and links `huggingface.co/datasets/<name>`; a local file or the built-in task list
-    (None) is no hub dataset, and a path there is invalid metadata that the Hub rejects on push."""
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    if not name or Path(name).exists():
-        return None
-    try:
-        validate_repo_id(name)
-    except HFValidationError:
-        return None
-    return name
 
 
 def summary_line(trainer: Any) -> dict[str, Any] | None:

@@ -93,6 +93,8 @@ def test_the_model_card_names_only_hub_datasets(tmp_path):
         validate_repo_id(raw["datasets"][0] if isinstance(raw["datasets"], list) else raw["datasets"])
     clean = card(recipe.card_dataset(str(local)))
     assert "datasets" not in clean.data.to_dict() and "huggingface.co/datasets" not in clean.text
+    # the browser recipe writes its card through the same guard
+    assert load_recipe("grpo_browser.py", "grpo_browser_card").card_dataset is recipe.card_dataset
 
 
 @pytest.mark.slow
