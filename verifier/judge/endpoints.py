@@ -338,7 +338,7 @@ def shared_ssl_context() -> ssl.SSLContext:
 
 async def _post(endpoint: Endpoint, request: dict[str, Any]) -> Completion:
     # Our body is already plain JSON: post it as the bytes the SDK would send, images spliced in
-    # unescaped (see `jsonbody`), on the SDK's HTTP client without its per-request layer (`http`).
+    # unescaped (see `jsonbody`), on aiohttp with the SDK's exceptions (`http`).
     body = body_pieces({k: v for k, v in request.items() if k != "timeout"})
     return await endpoint.client.chat(body, request.get("timeout"))
 
