@@ -2,8 +2,9 @@
 
 Each replica is the single-process service of `app.py` in its own Ray actor: its own
 `VerifierSession` (stage cache, single flight, judge client), its own admission (trajectories and
-bytes), auth, body limits, /health and /metrics. The task-affinity router sends every rollout of a
-task to the same replica, so its rubric is still written once. Ray Serve stops routing to a replica
+bytes), auth and body limits; its /health and /metrics answer for the whole deployment (through
+`serve_board`). The task-affinity router sends every rollout of a task to the same replica, so its
+rubric is still written once. Ray Serve stops routing to a replica
 before it is removed and waits for its requests (`graceful_shutdown_timeout_s`); `__del__` then
 drains what is left as the single process does on SIGTERM.
 """
@@ -11,14 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from prometheus_client import generate_latest
 from ray import serve
 
 from verifier.settings import RewardSettings
 
-from .app import create_app
+from .app import create_app, local_health
 from .config import ServiceConfig
 from .core import RewardService
 from .memory import tune_allocator
+from .serve_board import Board
 
 REPLICA_HEADER = b"x-cua-replica"
 
@@ -27,10 +30,14 @@ REPLICA_HEADER = b"x-cua-replica"
 class RewardReplica:
     def __init__(self, settings: RewardSettings, config: ServiceConfig) -> None:
         tune_allocator()
-        self.replica = serve.get_replica_context().replica_id.unique_id
-        self.service = RewardService(settings, config)
-        self.service.replica = self.replica
-        self.asgi = create_app(settings, config, self.service)
+        context = serve.get_replica_context()
+        self.replica = context.replica_id.unique_id
+        self.service = service = RewardService(settings, config)
+        service.replica = self.replica
+        self.asgi = create_app(settings, config, service)
+        service.board = Board(context.app_name, context.deployment, self.replica, lambda: {
+            "health": local_health(service), "metrics": generate_latest(service.metrics.registry).decode()})
+        service.board.start()  # Ray Serve runs __init__ inside its event loop
 
     def __serve_build_asgi_app__(self) -> Any:
         app, tag = self.asgi, (REPLICA_HEADER, self.replica.encode())
@@ -46,3 +53,4 @@ class RewardReplica:
 
     async def __del__(self) -> None:
         await self.service.drain()
+        await self.service.board.stop()

@@ -132,3 +132,41 @@ def test_gate_routes_by_task_header_or_body_and_drops_a_client_session(monkeypat
     gate, app = _gate(monkeypatch)
     _call(gate, [auth], [b"not json"])
     assert sess not in dict(app.scope["headers"]) and app.body == b"not json"  # the replica answers the 422
+
+
+def test_metrics_of_replicas_add_up_and_health_counts_replicas():
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from serving.reward_service.metrics import ServiceMetrics
+    from serving.reward_service.serve_board import Board, replicas_gauge, sum_exposition
+
+    texts = []
+    for scored in (3, 5):
+        m = ServiceMetrics()
+        m.verifications.labels(status="scored").inc(scored)
+        m.requests.labels(endpoint="/v1/verify", status="200").inc(scored)
+        m.latency.labels(endpoint="/v1/verify").observe(0.3)
+        texts.append(generate_latest(m.registry).decode())
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(sum_exposition(texts, [replicas_gauge(2, 3)]).decode())
+               for s in f.samples}
+    assert samples[("cua_reward_verifications_total", (("status", "scored"),))] == 8
+    assert samples[("cua_reward_request_latency_seconds_count", (("endpoint", "/v1/verify"),))] == 2
+    assert samples[("cua_reward_replicas", (("state", "reporting"),))] == 2
+    assert samples[("cua_reward_replicas", (("state", "total"),))] == 3
+    assert not any(name.endswith("_created") for name, _ in samples)
+
+    board = Board("app", "Dep", "r-a", dict)
+    own = {"status": "ok", "queue_depth": 1, "queue_capacity": 24, "replica": "r-a"}
+    peer = {"status": "ok", "queue_depth": 2, "queue_capacity": 24, "replica": "r-b"}
+
+    async def view(peers, total):
+        return [{"health": p} for p in peers], total
+
+    board.view = lambda: view([peer], 2)  # type: ignore[method-assign]
+    health = asyncio.run(board.health(own))
+    assert health["queue_depth"] == 3 and health["queue_capacity"] == 48 and health["replica"] == "r-a"
+    assert health["status"] == "ok" and health["replicas"] == {"reporting": 2, "ready": 2, "total": 2}
+    board.view = lambda: view([], 2)  # type: ignore[method-assign]
+    assert asyncio.run(board.health(own))["status"] == "degraded"  # one of two replicas reports
