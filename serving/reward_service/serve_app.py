@@ -6,7 +6,8 @@ bytes), auth and body limits; its /health and /metrics answer for the whole depl
 `serve_board`). The task-affinity router sends every rollout of a task to the same replica, so its
 rubric is still written once. Ray Serve stops routing to a replica
 before it is removed and waits for its requests (`graceful_shutdown_timeout_s`); `__del__` then
-drains what is left as the single process does on SIGTERM.
+drains what is left as the single process does on SIGTERM. `serve-reward` asks the replicas to drain
+before it deletes the deployment (`serve_board.request_drain`), so that is usually done already.
 """
 from __future__ import annotations
 
@@ -22,8 +23,7 @@ from .config import ServiceConfig
 from .core import RewardService
 from .memory import tune_allocator
 from .serve_board import Board
-
-REPLICA_HEADER = b"x-cua-replica"
+from .serve_gate import REPLICA_HEADER
 
 
 @serve.ingress()
@@ -36,7 +36,8 @@ class RewardReplica:
         service.replica = self.replica
         self.asgi = create_app(settings, config, service)
         service.board = Board(context.app_name, context.deployment, self.replica, lambda: {
-            "health": local_health(service), "metrics": generate_latest(service.metrics.registry).decode()})
+            "health": local_health(service), "metrics": generate_latest(service.metrics.registry).decode()},
+            on_drain=service.drain)
         service.board.start()  # Ray Serve runs __init__ inside its event loop
 
     def __serve_build_asgi_app__(self) -> Any:
@@ -52,5 +53,6 @@ class RewardReplica:
         return tagged
 
     async def __del__(self) -> None:
-        await self.service.drain()
-        await self.service.board.stop()
+        board = self.service.board
+        await (board.drain if board.drain is not None else self.service.drain())  # drained once
+        await board.stop()

@@ -9,6 +9,12 @@ over replicas, and how many replicas report versus how many the controller runs.
 A snapshot older than `FRESH_S` is not counted (its replica is gone or stuck); a replica that stops
 deletes its own. Sums of peers' figures may be up to `PERIOD_S` old; the answering replica's own are
 current. When a replica goes, its counters leave the sums (Prometheus reads that as a counter reset).
+
+The board also carries the drain before a shutdown (`request_drain`, `wait_drained`): Ray Serve,
+once asked to delete a deployment, holds new requests for stopping replicas and then answers 404,
+and kills a request still running at its timeout (500). So `serve-reward` first asks every replica
+to drain as one process does (new work: 503 + Retry-After; running work: finished within
+`--grace-s`, else answered as aborted), waits until all say they are drained, and only then deletes.
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -71,12 +77,53 @@ def replicas_gauge(ready: int, total: int | None) -> Metric:
     return g
 
 
+def drain_key(app: str, deployment: str) -> str:
+    return f"{app}/{deployment}:drain"  # outside the snapshots' prefix
+
+
+def snapshots(app: str, deployment: str) -> list[dict[str, Any]]:
+    """The fresh snapshots of a deployment's replicas (any process connected to the cluster)."""
+    from ray.experimental.internal_kv import _internal_kv_get, _internal_kv_list
+
+    out, now = [], time.time()
+    for key in _internal_kv_list(f"{app}/{deployment}/", namespace=NAMESPACE):
+        raw = _internal_kv_get(key, namespace=NAMESPACE)
+        snap = json.loads(raw) if raw else None
+        if snap and now - snap.get("t", 0) <= FRESH_S:
+            out.append(snap)
+    return out
+
+
+def request_drain(app: str, deployment: str, *, on: bool = True) -> None:
+    """Ask every replica of the deployment to drain (`on=False`: clear a request left over)."""
+    from ray.experimental.internal_kv import _internal_kv_del, _internal_kv_put
+
+    if on:
+        _internal_kv_put(drain_key(app, deployment), b"1", namespace=NAMESPACE)
+    else:
+        _internal_kv_del(drain_key(app, deployment), namespace=NAMESPACE)
+
+
+def wait_drained(app: str, deployment: str, timeout_s: float) -> bool:
+    """Until every replica that reports says it is drained (False: not within `timeout_s`)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        snaps = snapshots(app, deployment)
+        if all(s.get("drained") for s in snaps):
+            return True
+        time.sleep(0.2)
+    return False
+
+
 class Board:
     """One replica's side of the board (see the module docstring)."""
 
-    def __init__(self, app: str, deployment: str, replica: str, snapshot: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, app: str, deployment: str, replica: str, snapshot: Callable[[], dict[str, Any]],
+                 on_drain: Callable[[], Awaitable[None]] | None = None) -> None:
         self.app, self.deployment, self.replica, self.snapshot = app, deployment, replica, snapshot
-        self.prefix = f"{app}/{deployment}/"
+        self.prefix, self.on_drain = f"{app}/{deployment}/", on_drain
+        self.drain: asyncio.Task | None = None
+        self.drained = False
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
@@ -85,30 +132,28 @@ class Board:
     async def _publish_forever(self) -> None:
         while True:
             try:
-                await asyncio.to_thread(self.publish)
+                if await asyncio.to_thread(self.publish) and self.drain is None and self.on_drain:
+                    self.drain = asyncio.get_running_loop().create_task(self._drain(self.on_drain))
             except Exception as exc:  # noqa: BLE001 - the GCS may be briefly away; the next round writes again
                 log.debug("snapshot not written: %s", exc)
             await asyncio.sleep(PERIOD_S)
 
-    def publish(self) -> None:
-        from ray.experimental.internal_kv import _internal_kv_put
+    async def _drain(self, on_drain: Callable[[], Awaitable[None]]) -> None:
+        await on_drain()
+        self.drained = True
+        await asyncio.to_thread(self.publish)
 
-        value = json.dumps({"t": time.time(), **self.snapshot()})
+    def publish(self) -> bool:
+        """Write this replica's snapshot; True when the deployment is asked to drain."""
+        from ray.experimental.internal_kv import _internal_kv_exists, _internal_kv_put
+
+        value = json.dumps({"t": time.time(), "drained": self.drained, **self.snapshot()})
         _internal_kv_put(self.prefix + self.replica, value, namespace=NAMESPACE)
+        return bool(_internal_kv_exists(drain_key(self.app, self.deployment), namespace=NAMESPACE))
 
     def peers(self) -> list[dict[str, Any]]:
         """Fresh snapshots of every replica but this one."""
-        from ray.experimental.internal_kv import _internal_kv_get, _internal_kv_list
-
-        out, now = [], time.time()
-        for key in _internal_kv_list(self.prefix, namespace=NAMESPACE):
-            if key.decode() == self.prefix + self.replica:
-                continue
-            raw = _internal_kv_get(key, namespace=NAMESPACE)
-            snap = json.loads(raw) if raw else None
-            if snap and now - snap.get("t", 0) <= FRESH_S:
-                out.append(snap)
-        return out
+        return [s for s in snapshots(self.app, self.deployment) if s.get("health", {}).get("replica") != self.replica]
 
     def total(self) -> int | None:
         """Replicas Ray Serve runs for the deployment (starting, running, stopping), or None."""

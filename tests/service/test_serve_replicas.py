@@ -132,3 +132,37 @@ def test_two_replicas_keep_a_group_on_one_replica_and_spread_tasks(served):
     assert judge.rubric_calls - before == 8  # one rubric per task
     # /metrics (answered by either replica) counts the 24 verifications of both
     assert _until(lambda: _scored(dep.url) - scored, 24) == 24
+
+
+def test_shutdown_drains_then_answers_typed_503(served):
+    """Stopping: running rollouts finish, new ones get the service's 503 + Retry-After (from the
+    draining replica, then from the proxy's gate once Ray Serve has deleted the deployment)."""
+    dep, judge = served
+    judge.latency_s = 0.4  # a rollout takes a few seconds: still running when the drain starts
+
+    async def scenario() -> tuple[list, list]:
+        async with httpx.AsyncClient(timeout=60) as client:
+            async def post(task: str) -> httpx.Response:
+                body = json.dumps({"trajectory": trajectory(0, task).model_dump(mode="json")})
+                return await client.post(dep.url + "/v1/verify", content=body,
+                                         headers={**AUTH, "X-CUA-Task": task})
+
+            running = [asyncio.create_task(post(f"drain-{k}")) for k in range(2)]
+            await asyncio.sleep(0.5)
+            deleting = asyncio.create_task(asyncio.to_thread(dep.delete))
+            late = []
+            while not deleting.done():
+                await asyncio.sleep(0.3)
+                late.append(await post("late"))
+            late.append(await post("after"))  # the deployment is gone, the proxy still runs
+            return list(await asyncio.gather(*running)), late
+
+    try:
+        running, late = asyncio.run(scenario())
+    finally:
+        judge.latency_s = 0.05
+    assert [r.status_code for r in running] == [200, 200], [r.text for r in running]
+    assert late and all(r.status_code == 503 for r in late), [(r.status_code, r.text[:80]) for r in late]
+    for r in late:
+        assert r.json()["error"]["type"] == "shutting_down" and int(r.headers["retry-after"]) > 0
+    assert "x-cua-replica" in late[0].headers and "x-cua-replica" not in late[-1].headers  # replica, then gate

@@ -170,3 +170,27 @@ def test_metrics_of_replicas_add_up_and_health_counts_replicas():
     assert health["status"] == "ok" and health["replicas"] == {"reporting": 2, "ready": 2, "total": 2}
     board.view = lambda: view([], 2)  # type: ignore[method-assign]
     assert asyncio.run(board.health(own))["status"] == "degraded"  # one of two replicas reports
+
+
+def test_gate_answers_typed_503_for_ray_serves_own_404_on_service_paths(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "s3cret")
+    auth = (b"authorization", b"Bearer s3cret")
+
+    def app_answering(status: int, headers: list):
+        async def app(scope, receive, send):
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": b"Path not found"})
+        return app
+
+    for status, headers, path, want in ((404, [], "/v1/verify", 503), (503, [], "/health", 503),
+                                        (404, [], "/elsewhere", 404),  # not the service's path: Ray's
+                                        (404, [(b"x-cua-replica", b"r")], "/v1/verify", 404)):  # the replica's
+        gate = ProxyGate(app_answering(status, headers), api_key_env=KEY_ENV)
+        sent, _ = _call(gate, [auth, (b"x-cua-task", b"t")], [b"{}"], path=path)
+        assert sent[0]["status"] == want and MARKER in sent[0]["headers"], (path, sent[0])
+        bodies = [m for m in sent if m["type"] == "http.response.body"]
+        if want == 503:
+            assert dict(sent[0]["headers"])[b"retry-after"] == b"5" and len(bodies) == 1
+            assert json.loads(bodies[0]["body"])["error"]["type"] == "shutting_down"
+        else:
+            assert bodies[0]["body"] == b"Path not found"
