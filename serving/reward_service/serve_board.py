@@ -125,6 +125,8 @@ class Board:
         self.drain: asyncio.Task | None = None
         self.drained = False
         self._task: asyncio.Task | None = None
+        self._view: tuple[float, tuple[list[dict[str, Any]], int | None]] | None = None
+        self._view_lock = asyncio.Lock()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._publish_forever())
@@ -166,7 +168,12 @@ class Board:
             return None
 
     async def view(self) -> tuple[list[dict[str, Any]], int | None]:
-        return await asyncio.to_thread(lambda: (self.peers(), self.total()))
+        """Peers' snapshots and the controller's count, read at most once per `PERIOD_S` (/health is
+        open: a flood of it must not become a flood of GCS and controller calls)."""
+        async with self._view_lock:
+            if self._view is None or time.monotonic() - self._view[0] >= PERIOD_S:
+                self._view = (time.monotonic(), await asyncio.to_thread(lambda: (self.peers(), self.total())))
+            return self._view[1]
 
     async def health(self, own: dict[str, Any]) -> dict[str, Any]:
         """This replica's /health fields, with the deployment's sums and replica counts."""

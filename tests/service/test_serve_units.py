@@ -194,3 +194,27 @@ def test_gate_answers_typed_503_for_ray_serves_own_404_on_service_paths(monkeypa
             assert json.loads(bodies[0]["body"])["error"]["type"] == "shutting_down"
         else:
             assert bodies[0]["body"] == b"Path not found"
+
+
+def test_board_reads_peers_and_controller_once_per_period():
+    from serving.reward_service.serve_board import Board
+
+    board = Board("app", "Dep", "r-a", dict)
+    calls = {"peers": 0, "total": 0}
+
+    def peers():
+        calls["peers"] += 1
+        return []
+
+    def total():
+        calls["total"] += 1
+        return 1
+
+    board.peers, board.total = peers, total  # type: ignore[method-assign]
+
+    async def flood():
+        return await asyncio.gather(*(board.health({"status": "ok", "queue_depth": 0}) for _ in range(20)))
+
+    answers = asyncio.run(flood())
+    assert calls == {"peers": 1, "total": 1}  # 20 open /health calls: one read of the GCS and controller
+    assert all(a["replicas"] == {"reporting": 1, "ready": 1, "total": 1} for a in answers)
