@@ -4,10 +4,10 @@ Each replica is the single-process service of `app.py` in its own Ray actor: its
 `VerifierSession` (stage cache, single flight, judge client), its own admission (trajectories and
 bytes), auth and body limits; its /health and /metrics answer for the whole deployment (through
 `serve_board`). The task-affinity router sends every rollout of a task to the same replica, so its
-rubric is still written once. Ray Serve stops routing to a replica
-before it is removed and waits for its requests (`graceful_shutdown_timeout_s`); `__del__` then
-drains what is left as the single process does on SIGTERM. `serve-reward` asks the replicas to drain
-before it deletes the deployment (`serve_board.request_drain`), so that is usually done already.
+rubric is still written once. Ray Serve stops routing to a replica before it is removed and waits
+for its requests (`graceful_shutdown_timeout_s`); `__del__` then drains what is left as the single
+process does on SIGTERM. `serve-reward` asks the replicas to drain before it deletes the deployment
+(`serve_board.request_drain`), so at shutdown that is done already.
 """
 from __future__ import annotations
 

@@ -12,8 +12,9 @@ client sends, or, for a client that does not send it, from the body (read bounde
 parsed, and replayed to the proxy unchanged). A session header sent by the client is dropped, so
 only the task decides where a rollout goes. While the deployment is absent (deleted, not yet up)
 Ray Serve answers 404 or 503 of its own; on the service's paths the gate answers the service's
-typed 503 with `Retry-After` instead, as one process does while it shuts down. Every answer carries `X-CUA-Gate: proxy`, by which
-`serve-reward` checks at start that the cluster's proxies run this gate.
+typed 503 with `Retry-After` instead, as one process does while it shuts down. Every answer
+carries `X-CUA-Gate: proxy`, by which `serve-reward` checks at start that the cluster's proxies run
+this gate.
 
 Ray Serve loads it from `RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH` (`proxy_middlewares`), in the
 proxy's process; its settings come from the `CUA_SERVE_GATE` variable (JSON), set by `serve-reward`
