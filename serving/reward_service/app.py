@@ -152,6 +152,16 @@ def _replay(body: bytes) -> Any:
     return receive
 
 
+def local_health(service: RewardService) -> dict[str, Any]:
+    """This process's (or replica's) /health fields."""
+    q, b = service.queue, service.budget
+    return {"status": "draining" if service.draining else "ok", "queue_depth": q.depth,
+            "queue_capacity": q.capacity, "queue_high_water": q.high_water,
+            "bytes_in_flight": b.in_flight, "bytes_capacity": b.capacity,
+            "bytes_high_water": b.high_water, "pipeline_runs": service.session.runs,
+            **({"replica": service.replica} if service.replica else {})}
+
+
 def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardService | None = None) -> Any:
     """The ASGI app (wrapped in the body limit). `app.state.service` is the shared service."""
     service = service or RewardService(settings, config)
@@ -169,17 +179,14 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        q = service.queue
-        b = service.budget
-        return {"status": "draining" if service.draining else "ok", "queue_depth": q.depth,
-                "queue_capacity": q.capacity, "queue_high_water": q.high_water,
-                "bytes_in_flight": b.in_flight, "bytes_capacity": b.capacity,
-                "bytes_high_water": b.high_water, "pipeline_runs": service.session.runs,
-                **({"replica": service.replica} if service.replica else {})}
+        own = local_health(service)
+        return await service.board.health(own) if service.board else own  # Ray Serve: the deployment's
 
     @app.get("/metrics")
     async def metrics() -> Response:
-        return Response(generate_latest(service.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        own = generate_latest(service.metrics.registry)
+        text = await service.board.metrics(own) if service.board else own
+        return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     @app.post("/v1/verify")
     async def verify(request: Request) -> Any:

@@ -131,6 +131,7 @@ class RewardService:
         self.root = config.media_path()
         self.draining = False
         self.replica: str | None = None  # the Ray Serve replica id (serve_app), None in one process
+        self.board: Any = None  # serve_board.Board on Ray Serve: /health, /metrics for the deployment
         self._abort: asyncio.Event | None = None
         self.tasks: set[asyncio.Task] = set()
         self._trimming = False

@@ -43,6 +43,32 @@ def tree_cpu(proc: psutil.Process) -> float:
     return total
 
 
+def _role(p: psutil.Process) -> str:
+    """A short name for one process of the service: Ray's workers carry their role in their title
+    (`ray::ProxyActor`, `ray::ServeReplica:app:Deployment`), Ray's daemons in their executable."""
+    cmd = p.cmdline()
+    head = cmd[0] if cmd else p.name()
+    if head.startswith("ray::"):  # the title may carry the method running: ray::ServeController.listen...
+        return head.split()[0][5:].split(":")[0].split(".")[0]
+    if "serve-reward" in cmd:
+        return "serve-reward"
+    return head.rsplit("/", 1)[-1]
+
+
+def cpu_by_role(proc: psutil.Process) -> dict[str, float]:
+    """CPU seconds (user + system) of `proc` and its live descendants, summed by role (`_role`):
+    which of the service's processes (proxy, replicas, Ray's daemons) spends the CPU."""
+    totals: dict[str, float] = {}
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            role = _role(p)
+        except psutil.Error:
+            continue
+        totals[role] = totals.get(role, 0.0) + t.user + t.system
+    return totals
+
+
 @dataclass
 class ProcessWatch:
     """Peak RSS of a process tree, sampled in a thread while a load runs."""
@@ -77,6 +103,9 @@ class ProcessWatch:
 
     def cpu(self) -> float:
         return tree_cpu(self.proc)
+
+    def cpu_roles(self) -> dict[str, float]:
+        return cpu_by_role(self.proc)
 
 
 async def post_all(url: str, bodies: list[bytes], *, clients: int, timeout_s: float = 1800,
@@ -185,11 +214,11 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
                 warmed = asyncio.run(post_all(url + "/v1/verify", warm, clients=1))
                 if warmed["scored"] != warmup:
                     raise RuntimeError(f"warm-up rollouts not scored: {warmed['errors']}")
-            cpu0 = watch.cpu()
+            cpu0, roles0 = watch.cpu(), watch.cpu_roles()
             load_before = machine_load()
             with watch:
                 figures = asyncio.run(post_all(url + "/v1/verify", bodies, clients=clients, tasks=tasks))
-                cpu = watch.cpu() - cpu0
+                cpu, roles = watch.cpu() - cpu0, watch.cpu_roles()
                 end_rss = watch.rss()
                 time.sleep(after_s)
                 after_rss = watch.rss()
@@ -203,6 +232,9 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
             "body_mb_each": round(sum(map(len, bodies)) / n / mb, 1), **figures,
             "per_minute": round(60 * figures["scored"] / figures["wall_s"], 1),
             "cpu_s_per_verification": round(cpu / max(1, figures["scored"]), 3),
+            "cpu_s_per_verification_by_process": {
+                role: round((sec - roles0.get(role, 0.0)) / max(1, figures["scored"]), 3)
+                for role, sec in sorted(roles.items()) if sec - roles0.get(role, 0.0) >= 0.0005},
             "rss_mb": {"baseline": round(base_rss / mb), "peak": round(watch.peak / mb),
                        "end_of_load": round(end_rss / mb), f"after_{after_s:g}s": round(after_rss / mb)},
             "machine": {"before": load_before, "after": machine_load()}, "warmup": warmup,

@@ -10,8 +10,11 @@ Then it sets the routing key that `TaskAffinityRouter` reads (the session header
 turns into the request's session id): the task id from the `X-CUA-Task` header that the project's
 client sends, or, for a client that does not send it, from the body (read bounded in size and time,
 parsed, and replayed to the proxy unchanged). A session header sent by the client is dropped, so
-only the task decides where a rollout goes. Every answer carries `X-CUA-Gate: proxy`, by which
-`serve-reward` checks at start that the cluster's proxies run this gate.
+only the task decides where a rollout goes. While the deployment is absent (deleted, not yet up)
+Ray Serve answers 404 or 503 of its own; on the service's paths the gate answers the service's
+typed 503 with `Retry-After` instead, as one process does while it shuts down. Every answer
+carries `X-CUA-Gate: proxy`, by which `serve-reward` checks at start that the cluster's proxies run
+this gate.
 
 Ray Serve loads it from `RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH` (`proxy_middlewares`), in the
 proxy's process; its settings come from the `CUA_SERVE_GATE` variable (JSON), set by `serve-reward`
@@ -34,6 +37,9 @@ CALLBACK = "serving.reward_service.serve_gate:proxy_middlewares"
 MARKER = (b"x-cua-gate", b"proxy")
 TASK_HEADER = b"x-cua-task"
 OPEN_PATHS = ("/health", "/-/healthz")
+SERVICE_PATHS = ("/health", "/metrics", "/v1/verify", "/v1/verify/batch", "/v1/openrlhf")
+REPLICA_HEADER = b"x-cua-replica"  # set by every replica (serve_app)
+RETRY_AFTER_S = 5
 
 
 def session_header() -> bytes:
@@ -70,7 +76,21 @@ class ProxyGate:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
 
+        replaced = {"by_gate": False}
+
         async def marked(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                if _ray_unavailable(message, scope.get("path", "")):  # ours instead, once
+                    replaced["by_gate"] = True
+                    return await _error(503, "shutting_down", "the reward service is not deployed here "
+                                        "(stopping or starting)", {"Retry-After": str(RETRY_AFTER_S)})(
+                                            scope, _replay(b""), marked_only)
+                message = {**message, "headers": [*message.get("headers", []), MARKER]}
+            elif replaced["by_gate"]:
+                return None  # the body of Ray's own answer
+            await send(message)
+
+        async def marked_only(message: dict) -> None:
             if message["type"] == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", []), MARKER]}
             await send(message)
@@ -95,6 +115,13 @@ class ProxyGate:
         if task is not None:
             kept.append((self.session, task.encode("latin-1", "replace")))
         await self.app({**scope, "headers": kept}, receive, marked)
+
+
+def _ray_unavailable(start: dict, path: str) -> bool:
+    """Ray Serve's own 404 (no route: the deployment is deleted or not yet up) or 503 (no replica)
+    for one of the service's paths; the service's own answers carry `X-CUA-Replica`."""
+    return (start["status"] in (404, 503) and path in SERVICE_PATHS
+            and not any(k.lower() == REPLICA_HEADER for k, _ in start.get("headers", [])))
 
 
 def _replay_then(body: bytes, receive: Any) -> Any:

@@ -10,9 +10,9 @@ the body is read.
 Without ADDRESS a private local Ray instance is started (bound to 127.0.0.1, as `score-dataset
 --ray`), with the gate configured for its proxy through the environment it inherits. With ADDRESS
 the running cluster is joined; its proxies must have been started with the gate (see
-docs/scaling-serve.md), which is checked before the address is printed. SIGTERM/SIGINT delete the
-deployment: Ray Serve stops routing to the replicas, waits for their requests (`--grace-s`), and
-each replica drains; a local Ray instance is then shut down.
+docs/scaling-serve.md), which is checked before the address is printed. SIGTERM/SIGINT first drain
+every replica (as one process drains: 503 + Retry-After for new requests, `--grace-s` for running
+ones), then delete the deployment; a local Ray instance is then shut down.
 """
 from __future__ import annotations
 
@@ -108,20 +108,35 @@ class ServeDeployment:
         from ray import serve
 
         from .serve_app import RewardReplica
+        from .serve_board import request_drain
 
+        request_drain(APP_NAME, DEPLOYMENT, on=False)  # a drain asked of an earlier deployment
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         per_replica = min(1.0, cpus / replicas) if self.local else 1.0
         app = serve.deployment(RewardReplica).options(**deployment_options(self.config, replicas, per_replica))
         serve.run(app.bind(self.settings, self.config), name=APP_NAME, route_prefix="/")
 
+    def delete(self) -> None:
+        """Drain every replica as one process drains (new requests: 503 + Retry-After; running ones
+        finish within `--grace-s`), then delete the deployment, which then stops at once."""
+        from ray import serve
+
+        from .serve_board import PERIOD_S, request_drain, wait_drained
+
+        request_drain(APP_NAME, DEPLOYMENT)
+        if not wait_drained(APP_NAME, DEPLOYMENT, self.config.grace_s + 3 * PERIOD_S):
+            print("warning: replicas not drained in time; deleting anyway", file=sys.stderr)
+        serve.delete(APP_NAME)
+        request_drain(APP_NAME, DEPLOYMENT, on=False)
+
     def stop(self) -> None:
-        """Delete the deployment (graceful: routing stops, requests finish, replicas drain)."""
+        """Drain and delete the deployment; a local Ray instance is then shut down."""
         import ray
         from ray import serve
 
         try:
             if ray.is_initialized():
-                serve.delete(APP_NAME)
+                self.delete()
                 if self.local:
                     serve.shutdown()
         finally:

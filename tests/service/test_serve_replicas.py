@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import time
 from collections import Counter
 from urllib.parse import quote
 
@@ -68,10 +69,28 @@ async def _group(url: str, task: str, n: int) -> list:
         await session.aclose()
 
 
+def _scored(url: str) -> float:
+    """cua_reward_verifications_total{status="scored"} as /metrics reports it."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(url + "/metrics", headers=AUTH).text
+    return sum(s.value for f in text_string_to_metric_families(text) for s in f.samples
+               if s.name == "cua_reward_verifications_total" and s.labels.get("status") == "scored")
+
+
+def _until(probe, want, timeout_s: float = 8.0):
+    """`probe()` until it returns `want` (replicas write their snapshots every second)."""
+    deadline = time.monotonic() + timeout_s
+    while (got := probe()) != want and time.monotonic() < deadline:
+        time.sleep(0.25)
+    return got
+
+
 def test_one_replica_health_auth_and_one_rubric_per_group(served):
     dep, judge = served
     health = httpx.get(dep.url + "/health")
     assert health.status_code == 200 and health.json()["status"] == "ok" and health.json()["replica"]
+    assert health.json()["replicas"] == {"reporting": 1, "ready": 1, "total": 1}
     assert health.headers["x-cua-gate"] == "proxy"
     # No key: refused by the proxy's gate before the body is read. The request declares 1 MB and
     # sends none of it; had anything waited for the body, no answer would come back.
@@ -91,6 +110,9 @@ def test_one_replica_health_auth_and_one_rubric_per_group(served):
 def test_two_replicas_keep_a_group_on_one_replica_and_spread_tasks(served):
     dep, judge = served
     dep.deploy(2)
+    both = {"reporting": 2, "ready": 2, "total": 2}
+    assert _until(lambda: httpx.get(dep.url + "/health").json()["replicas"], both) == both
+    scored = _scored(dep.url)
 
     before = judge.rubric_calls
     outcomes = asyncio.run(_group(dep.url, "group-of-8", 8))  # 8 concurrent rollouts of one task
@@ -108,3 +130,39 @@ def test_two_replicas_keep_a_group_on_one_replica_and_spread_tasks(served):
     per_replica = Counter(next(iter(r)) for r in served_by.values())
     assert len(per_replica) == 2, per_replica  # the tasks use both replicas
     assert judge.rubric_calls - before == 8  # one rubric per task
+    # /metrics (answered by either replica) counts the 24 verifications of both
+    assert _until(lambda: _scored(dep.url) - scored, 24) == 24
+
+
+def test_shutdown_drains_then_answers_typed_503(served):
+    """Stopping: running rollouts finish, new ones get the service's 503 + Retry-After (from the
+    draining replica, then from the proxy's gate once Ray Serve has deleted the deployment)."""
+    dep, judge = served
+    judge.latency_s = 0.4  # a rollout takes a few seconds: still running when the drain starts
+
+    async def scenario() -> tuple[list, list]:
+        async with httpx.AsyncClient(timeout=60) as client:
+            async def post(task: str) -> httpx.Response:
+                body = json.dumps({"trajectory": trajectory(0, task).model_dump(mode="json")})
+                return await client.post(dep.url + "/v1/verify", content=body,
+                                         headers={**AUTH, "X-CUA-Task": task})
+
+            running = [asyncio.create_task(post(f"drain-{k}")) for k in range(2)]
+            await asyncio.sleep(0.5)
+            deleting = asyncio.create_task(asyncio.to_thread(dep.delete))
+            late = []
+            while not deleting.done():
+                await asyncio.sleep(0.3)
+                late.append(await post("late"))
+            late.append(await post("after"))  # the deployment is gone, the proxy still runs
+            return list(await asyncio.gather(*running)), late
+
+    try:
+        running, late = asyncio.run(scenario())
+    finally:
+        judge.latency_s = 0.05
+    assert [r.status_code for r in running] == [200, 200], [r.text for r in running]
+    assert late and all(r.status_code == 503 for r in late), [(r.status_code, r.text[:80]) for r in late]
+    for r in late:
+        assert r.json()["error"]["type"] == "shutting_down" and int(r.headers["retry-after"]) > 0
+    assert "x-cua-replica" in late[0].headers and "x-cua-replica" not in late[-1].headers  # replica, then gate

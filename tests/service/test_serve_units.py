@@ -132,3 +132,89 @@ def test_gate_routes_by_task_header_or_body_and_drops_a_client_session(monkeypat
     gate, app = _gate(monkeypatch)
     _call(gate, [auth], [b"not json"])
     assert sess not in dict(app.scope["headers"]) and app.body == b"not json"  # the replica answers the 422
+
+
+def test_metrics_of_replicas_add_up_and_health_counts_replicas():
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from serving.reward_service.metrics import ServiceMetrics
+    from serving.reward_service.serve_board import Board, replicas_gauge, sum_exposition
+
+    texts = []
+    for scored in (3, 5):
+        m = ServiceMetrics()
+        m.verifications.labels(status="scored").inc(scored)
+        m.requests.labels(endpoint="/v1/verify", status="200").inc(scored)
+        m.latency.labels(endpoint="/v1/verify").observe(0.3)
+        texts.append(generate_latest(m.registry).decode())
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(sum_exposition(texts, [replicas_gauge(2, 3)]).decode())
+               for s in f.samples}
+    assert samples[("cua_reward_verifications_total", (("status", "scored"),))] == 8
+    assert samples[("cua_reward_request_latency_seconds_count", (("endpoint", "/v1/verify"),))] == 2
+    assert samples[("cua_reward_replicas", (("state", "reporting"),))] == 2
+    assert samples[("cua_reward_replicas", (("state", "total"),))] == 3
+    assert not any(name.endswith("_created") for name, _ in samples)
+
+    board = Board("app", "Dep", "r-a", dict)
+    own = {"status": "ok", "queue_depth": 1, "queue_capacity": 24, "replica": "r-a"}
+    peer = {"status": "ok", "queue_depth": 2, "queue_capacity": 24, "replica": "r-b"}
+
+    async def view(peers, total):
+        return [{"health": p} for p in peers], total
+
+    board.view = lambda: view([peer], 2)  # type: ignore[method-assign]
+    health = asyncio.run(board.health(own))
+    assert health["queue_depth"] == 3 and health["queue_capacity"] == 48 and health["replica"] == "r-a"
+    assert health["status"] == "ok" and health["replicas"] == {"reporting": 2, "ready": 2, "total": 2}
+    board.view = lambda: view([], 2)  # type: ignore[method-assign]
+    assert asyncio.run(board.health(own))["status"] == "degraded"  # one of two replicas reports
+
+
+def test_gate_answers_typed_503_for_ray_serves_own_404_on_service_paths(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "s3cret")
+    auth = (b"authorization", b"Bearer s3cret")
+
+    def app_answering(status: int, headers: list):
+        async def app(scope, receive, send):
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": b"Path not found"})
+        return app
+
+    for status, headers, path, want in ((404, [], "/v1/verify", 503), (503, [], "/health", 503),
+                                        (404, [], "/elsewhere", 404),  # not the service's path: Ray's
+                                        (404, [(b"x-cua-replica", b"r")], "/v1/verify", 404)):  # the replica's
+        gate = ProxyGate(app_answering(status, headers), api_key_env=KEY_ENV)
+        sent, _ = _call(gate, [auth, (b"x-cua-task", b"t")], [b"{}"], path=path)
+        assert sent[0]["status"] == want and MARKER in sent[0]["headers"], (path, sent[0])
+        bodies = [m for m in sent if m["type"] == "http.response.body"]
+        if want == 503:
+            assert dict(sent[0]["headers"])[b"retry-after"] == b"5" and len(bodies) == 1
+            assert json.loads(bodies[0]["body"])["error"]["type"] == "shutting_down"
+        else:
+            assert bodies[0]["body"] == b"Path not found"
+
+
+def test_board_reads_peers_and_controller_once_per_period():
+    from serving.reward_service.serve_board import Board
+
+    board = Board("app", "Dep", "r-a", dict)
+    calls = {"peers": 0, "total": 0}
+
+    def peers():
+        calls["peers"] += 1
+        return []
+
+    def total():
+        calls["total"] += 1
+        return 1
+
+    board.peers, board.total = peers, total  # type: ignore[method-assign]
+
+    async def flood():
+        return await asyncio.gather(*(board.health({"status": "ok", "queue_depth": 0}) for _ in range(20)))
+
+    answers = asyncio.run(flood())
+    assert calls == {"peers": 1, "total": 1}  # 20 open /health calls: one read of the GCS and controller
+    assert all(a["replicas"] == {"reporting": 1, "ready": 1, "total": 1} for a in answers)
