@@ -118,6 +118,7 @@ async def post_all(url: str, bodies: list[bytes], *, clients: int, timeout_s: fl
     counts = {"scored": 0, "failed": 0, "retried_429": 0, "retried_503": 0}
     errors: set[str] = set()
     latencies: list[float] = []
+    by_replica: dict[str, int] = {}
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
 
     async def one(client: httpx.AsyncClient, body: bytes, task: str) -> None:
@@ -132,6 +133,9 @@ async def post_all(url: str, bodies: list[bytes], *, clients: int, timeout_s: fl
                     continue
                 break
             latencies.append(time.perf_counter() - t0)
+            replica = resp.headers.get("x-cua-replica")
+            if replica is not None:  # Ray Serve: how the router spread the load
+                by_replica[replica] = by_replica.get(replica, 0) + 1
             if resp.status_code == 200:
                 counts["scored"] += 1
             else:
@@ -145,7 +149,7 @@ async def post_all(url: str, bodies: list[bytes], *, clients: int, timeout_s: fl
     wall = time.perf_counter() - t0
     latencies.sort()
     return {**counts, "wall_s": wall, "p50_s": latencies[len(latencies) // 2] if latencies else None,
-            "errors": sorted(errors)}
+            "errors": sorted(errors), **({"rollouts_by_replica": sorted(by_replica.values())} if by_replica else {})}
 
 
 def verify_body(trajectory: Any) -> bytes:
