@@ -130,6 +130,26 @@ async def test_the_environments_proxy_is_used_and_netrc_is_not_read(monkeypatch,
     proxy.stop()
 
 
+async def test_a_timeout_over_five_seconds_is_not_rounded_up_to_a_whole_second():
+    """aiohttp rounds limits over 5 s up to the next whole second of the loop's clock: a call's
+    share of a deadline (say 20.3 s) would then end up to a second late, at every call."""
+    srv = RawServer("hang")
+    client = ChatClient(srv.url, "k", 30.0, verify=True)
+    assert client.timeout(20.3).total == 20.3 and client.timeout(None).total == 30.0
+    assert client.timeout(20.3).ceil_threshold > 3600  # never rounded (the check below misses 1 in 20)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    with pytest.raises(openai.APITimeoutError):
+        await client.chat(b"{}", 0.3)
+    assert loop.time() - start < 0.9
+    from aiohttp.helpers import ceil_timeout
+
+    limit = ceil_timeout(20.3, client.timeout(20.3).ceil_threshold)  # what aiohttp arms for the request
+    assert abs(limit.when() - (loop.time() + 20.3)) < 0.05
+    await client.close()
+    srv.stop()
+
+
 async def test_an_error_status_from_the_wire_keeps_its_class_body_and_headers():
     srv = RawServer(429)
     client = ChatClient(srv.url, "k", 30.0, verify=True)

@@ -19,6 +19,7 @@ counts, model).
 from __future__ import annotations
 
 import json
+import math
 import ssl
 from collections.abc import Sequence
 from typing import Any
@@ -180,14 +181,13 @@ class ChatClient:
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self._limit, keepalive_timeout=KEEPALIVE_S, ssl=self._ssl)
-            self._session = aiohttp.ClientSession(connector=connector,
-                                                  timeout=aiohttp.ClientTimeout(total=self.timeout_s))
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self.timeout(None))
         return self._session
 
     async def chat(self, body: bytes | Sequence[bytes], timeout_s: float | None) -> Completion:
         """POST `body` (bytes, or the pieces to write one after the other); raises the SDK's ``APITimeoutError`` / ``APIConnectionError`` /
         ``APIStatusError`` subclasses, or `MalformedReply`."""
-        timeout = aiohttp.ClientTimeout(total=timeout_s if timeout_s is not None else self.timeout_s)
+        timeout = self.timeout(timeout_s)
         try:
             data = body if isinstance(body, bytes) else PiecesPayload(body)
             async with self._open().post(self.url, data=data, headers=self._headers, timeout=timeout,
@@ -201,6 +201,13 @@ class ChatClient:
         if not 200 <= status < 300:
             raise status_error(httpx.Response(status, headers=headers, content=content, request=self.request()))
         return parse_completion(content, self.url)
+
+    def timeout(self, timeout_s: float | None) -> aiohttp.ClientTimeout:
+        """The whole request's limit (`timeout_s`, else the client's). aiohttp rounds a limit over its
+        ``ceil_threshold`` (5 s) up to a whole second of the loop's clock; a call's share of a
+        deadline must end when it says, so nothing is rounded."""
+        return aiohttp.ClientTimeout(total=timeout_s if timeout_s is not None else self.timeout_s,
+                                     ceil_threshold=math.inf)
 
     def request(self) -> httpx.Request:
         """The request as the SDK's exceptions name it (method and URL; never the key)."""
