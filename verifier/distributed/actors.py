@@ -3,8 +3,9 @@
 Why the actors read: a row with inline screenshots is tens of MB. When the driver read rows and
 passed them to actors, it parsed and pickled every byte (its RSS grew to GBs with the row count
 in flight). Here each actor opens the source on its own node, walks every row in the same order,
-and keeps the rows whose task hashes to its bucket (`shard.keyed`: a task's rollouts all land on
-one actor, so its rubric is written once, in that actor's stage cache). What crosses to the
+and keeps the rows of the tasks in its bucket (`shard.Balanced`: each actor makes the same
+choice from the same order, a task's rollouts all land on one actor, so its rubric is written
+once, in that actor's stage cache, and the actors get about as many rows each). What crosses to the
 driver are ids and finished records; what the driver sends is the source's name, ids to skip
 and the options. The cost is that each of N actors reads every row: cheap, since a row it does
 not keep is parsed for its task id only (`shard.task_hint`), never loaded.
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..sources.items import Item, Unscored, score_one
-from .shard import keyed, stable_bucket
+from .shard import Balanced, keyed, stable_bucket
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,10 @@ class ShardReader:
 
         async def read() -> None:
             it, seen, skipped = await asyncio.to_thread(spec.items), set[str](), 0  # may open a hub dataset
+            assign = Balanced(count)
             while True:
                 await slots.acquire()
-                item, passed = await asyncio.to_thread(_next_owned, it, index, count, spec.shard, skip,
+                item, passed = await asyncio.to_thread(_next_owned, it, index, assign, spec.shard, skip,
                                                        also_skip, seen)
                 skipped += passed
                 if item is None:
@@ -132,9 +134,12 @@ class ShardReader:
         return os.getpid()
 
 
-def _next_owned(it: Iterator[Item], index: int, count: int, shard: tuple[int, int] | None,
+def _next_owned(it: Iterator[Item], index: int, assign: Balanced, shard: tuple[int, int] | None,
                 skip: Collection[str], also_skip: Collection[str], seen: set[str]) -> tuple[Item | None, int]:
-    """(the next item of bucket `index` not yet done, rows passed that were in `skip`); blocking."""
+    """(the next item of bucket `index` not yet done, rows passed that were in `skip`); blocking.
+
+    Every row to be scored in this run goes through `assign`, `also_skip` ones included, so a
+    replacement actor's buckets are its predecessor's (see `Balanced`)."""
     skipped = 0
     for item in it:
         rid = item[0]
@@ -142,11 +147,9 @@ def _next_owned(it: Iterator[Item], index: int, count: int, shard: tuple[int, in
             skipped += 1
             continue
         seen.add(rid)
-        if rid in also_skip:
-            continue
         loaded, key = keyed(item)
         if shard is not None and stable_bucket(key, shard[1]) != shard[0]:
             continue
-        if stable_bucket(key, count) == index:
+        if assign(key) == index and rid not in also_skip:
             return loaded, skipped
     return None, skipped
