@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..sources.items import Item, Unscored, score_one
+from .memory import actor_settings, bound_heap
 from .shard import Balanced, keyed, stable_bucket
 
 
@@ -65,7 +66,8 @@ class ShardReader:
     def __init__(self, settings: Any) -> None:
         from ..session import VerifierSession
 
-        self.session = VerifierSession(settings)
+        bound_heap()  # this process is the actor's own (see `memory`)
+        self.session = VerifierSession(actor_settings(settings))
 
     async def run(self, spec: SourceSpec, index: int, count: int, skip: Collection[str],
                   also_skip: Collection[str] = (), inflight: int = 16) -> AsyncIterator[tuple[str, Any]]:
@@ -87,9 +89,9 @@ class ShardReader:
                 raise Unscored(outcome.error)
             return outcome.result
 
-        async def score(item: Item) -> None:
+        async def score(rid: str, desc: str, load: Any) -> None:
             try:
-                record = await score_one(*item, verify_one, none_if_degraded)
+                record = await score_one(rid, desc, load, verify_one, none_if_degraded)
                 events.put_nowait(("done", record.to_json_line()))
             finally:
                 slots.release()
@@ -105,8 +107,10 @@ class ShardReader:
                 if item is None:
                     slots.release()
                     break
-                events.put_nowait(("start", (item[0], item[1])))
-                task = asyncio.create_task(score(item))
+                rid, desc, thunk = item
+                events.put_nowait(("start", (rid, desc)))
+                task = asyncio.create_task(score(rid, desc, _load_once(thunk)))
+                del item, thunk  # the row's parsed record is held by its loader only, until it loads
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
             events.put_nowait(("read", skipped))
@@ -132,6 +136,18 @@ class ShardReader:
 
     def pid(self) -> int:
         return os.getpid()
+
+
+def _load_once(thunk: Any) -> Any:
+    """`thunk` callable once, then let go: the parsed record it holds (the screenshots' base64 text)
+    is freed as soon as the trajectory is built, instead of staying beside it while it is verified
+    (the judge client replaces a screenshot's text by its own copy, so both would be held)."""
+    held = [thunk]
+
+    def load() -> Any:
+        return held.pop()()
+
+    return load
 
 
 def _next_owned(it: Iterator[Item], index: int, assign: Balanced, shard: tuple[int, int] | None,
