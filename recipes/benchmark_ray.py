@@ -8,10 +8,12 @@ which), written by a child process so that the driver's memory is the driver's o
 the loopback latency judge in its own process (`--latency` s per call).
 
 Per actor count it prints: the driver's peak RSS (this process only, sampled every 50 ms: the
-actors are other processes), the actors' peak RSS, rows per minute over the whole run (actor
-start-up included) and in steady state (first to last record), judge calls, and the machine's
-load (`uptime`) before and after. `--per-actor` caps the rollouts one actor verifies at once
-(`max_concurrency`), so that the judge's latency, not the CPU, bounds one actor.
+actors are other processes), each actor's peak RSS, the rows each actor scored, rows per minute
+over the whole run (actor start-up included) and in steady state (first to last record), judge
+calls, and the machine's load (`uptime`) before and after. `ray.init` (the local cluster's
+start) is timed once, on a line of its own: every `score-dataset --ray` pays it, whatever the
+actor count, and it is not in the runs' figures. `--per-actor` caps the rollouts one actor
+verifies at once (`max_concurrency`), so that the judge's latency, not the CPU, bounds one actor.
 """
 from __future__ import annotations
 
@@ -44,7 +46,8 @@ class RssWatch(threading.Thread):
         super().__init__(daemon=True)
         self.me, self.period_s = psutil.Process(), period_s
         self.others: dict[int, object] = {}
-        self.peak = self.peak_others = 0
+        self.peak = 0
+        self.peak_others: dict[int, int] = {}  # pid -> peak RSS
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -54,7 +57,8 @@ class RssWatch(threading.Thread):
             self.peak = max(self.peak, self.me.memory_info().rss)
             for pid, proc in list(self.others.items()):
                 try:
-                    self.peak_others = max(self.peak_others, proc.memory_info().rss)  # type: ignore[attr-defined]
+                    rss = proc.memory_info().rss  # type: ignore[attr-defined]
+                    self.peak_others[pid] = max(self.peak_others.get(pid, 0), rss)
                 except psutil.Error:
                     self.others.pop(pid, None)
             self.done.wait(self.period_s)
@@ -100,7 +104,8 @@ def one_run(n: int, src: Path, cfg: Path, tmp: str, judge: object) -> dict:
     return {"actors": n, "rows": len(done), "scored": summary["this_run"]["scored"],
             "judge_calls": len(judge.requests()),  # type: ignore[attr-defined]
             "driver_rss_mb": {"before": round(base / MB), "peak": round(watch.peak / MB)},
-            "actor_peak_rss_mb": round(watch.peak_others / MB), "wall_s": round(wall, 1),
+            "actor_peak_rss_mb": [round(v / MB) for v in watch.peak_others.values()],
+            "rows_per_actor": summary["ray"]["rows_per_actor"], "wall_s": round(wall, 1),
             "per_minute": round(60 * len(done) / wall, 1), "first_record_s": round(done[0] - t0, 1) if done else None,
             "steady_per_minute": round(60 * steady, 1), "uptime_before": load_before, "uptime_after": uptime()}
 
@@ -135,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         cfg.write_text(json.dumps({"max_concurrency": a.per_actor,
                                    "judge": {"base_urls": [judge.url], "model": "echo", "max_concurrency": 64,
                                              "backoff_initial_s": 0.05, "timeout_s": 600}}))
+        t0 = time.perf_counter()
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        print(json.dumps({"ray_init_s": round(time.perf_counter() - t0, 1), "uptime": uptime()}), flush=True)
         rows = []
         try:
             for n in a.actors:

@@ -42,16 +42,17 @@ def test_ray_cli_scores_everything_one_rubric_per_task_and_resumes(cluster, tmp_
     out = tmp_path / "out.jsonl"
     with LoopbackJudge(latency_s=0.02) as judge:
         cfg.write_text(json.dumps({"judge": judge_settings(judge.url)}))
-        common = ["--config", str(cfg), "--no-progress", "--ray", "--actors", "3"]
-        assert main(["score-dataset", str(src), "--out", str(out), "--limit", "10", *common]) == 0
+        common = ["--config", str(cfg), "--no-progress", "--ray"]
+        assert main(["score-dataset", str(src), "--out", str(out), "--limit", "10", *common, "--actors", "3"]) == 0
         first, first_rubrics = judge.by_schema["Outcome"], judge.rubric_calls
-        assert main(["score-dataset", str(src), "--out", str(out), *common]) == 0  # resume
+        # resume with another actor count: the tasks are split anew, the rows in the log still skipped
+        assert main(["score-dataset", str(src), "--out", str(out), *common, "--actors", "2"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(r["id"] for r in rows) == sorted(f"rollouts.jsonl#{k}" for k in range(16))
     assert all(r["status"] == "scored" for r in rows)
     assert first == 10 and judge.by_schema["Outcome"] == 16  # the resumed run only did the other 6
-    # 3 actors, each with its own stage cache: a task's rollouts all went to one actor, so each run
-    # (fresh actors) wrote each of the 4 tasks' rubric exactly once
+    # 3 then 2 actors, each with its own stage cache: a task's rollouts all went to one actor, so
+    # each run (fresh actors) wrote each of the 4 tasks' rubric exactly once
     assert first_rubrics == 4 and judge.rubric_calls == 8
 
 

@@ -83,6 +83,7 @@ def test_driver_never_reads_rows_exactly_once_one_rubric_per_task(cluster, tmp_p
     assert sorted(ids) == sorted(f"rollouts.jsonl#{k}" for k in range(ROWS)) and len(set(ids)) == ROWS
     assert all(r["status"] == "scored" for r in lines), [r.get("reason") for r in lines]
     assert summary["this_run"] == {"scored": ROWS, "unscored": 0, "skipped": 0}
+    assert summary["ray"]["rows_per_actor"] == [ROWS // 2] * 2  # 2 tasks each (a hash of these ids split 3/1)
     assert by_schema["RubricDraft"] == 2 + TASKS  # two actors, each task's rubric written once per run
 
 

@@ -1,4 +1,5 @@
-"""`--shard I/N`: deterministic, disjoint, complete, and a task's rollouts stay together."""
+"""`--shard I/N` and Ray's actor buckets: deterministic, disjoint, complete, and a task's rollouts
+stay together; the actors' buckets are also balanced, and a replacement actor keeps its predecessor's."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,8 @@ from dist_helpers import judge_settings, write_source
 from cua_verifier.cli import main
 from reward.echo_judge import EchoJudgeServer
 from serving.reward_service.loadtest import LoopbackJudge
-from verifier.distributed.shard import parse_shard, shard_items, stable_bucket
+from verifier.distributed.actors import SourceSpec, _next_owned
+from verifier.distributed.shard import Balanced, parse_shard, shard_items, stable_bucket
 from verifier.errors import ConfigError
 from verifier.sources.rows import iter_folder
 
@@ -68,3 +70,47 @@ def test_shard_is_rejected_cleanly(tmp_path, capsys):
         code = main(["score-dataset", str(src), "--out", str(tmp_path / "o.jsonl"), "--shard", "3/2",
                      "--judge-url", judge.url, "--model", "echo", "--no-progress"])
     assert code == 2 and "--shard" in capsys.readouterr().err
+
+
+def test_balanced_buckets_even_the_rows_where_the_hash_did_not():
+    ids = [f"bench-task-{k % 8}" for k in range(40)]  # the Ray benchmark's 40 rows of 8 tasks, interleaved
+    by_hash = [sum(stable_bucket(t, 2) == b for t in ids) for b in range(2)]
+    assert by_hash == [25, 15]  # what the actors got before: one worked 60% longer than the other
+    assign = Balanced(2)
+    buckets = [assign(t) for t in ids]
+    assert assign.rows == [20, 20]
+    assert all(len({b for t2, b in zip(ids, buckets) if t2 == t}) == 1 for t in set(ids))  # a task in one bucket
+    again = Balanced(2)
+    assert [again(t) for t in ids] == buckets  # same order, same choice: what lets every actor decide alone
+    # sorted by task, sizes unequal: a 5, then b c d e f of 1 row, then g of 3 rows (to the emptiest)
+    three = Balanced(3)
+    for t in ["a"] * 5 + ["b", "c", "d", "e", "f"] + ["g"] * 3:
+        three(t)
+    assert three.rows == [5, 3, 5]
+
+
+def _owned(src, index: int, count: int, skip=(), also_skip=()) -> list[str]:
+    """The ids actor `index` of `count` takes from `src`, as `ShardReader.run` reads them."""
+    it, seen, assign, got = SourceSpec(source=src.name, path=str(src)).items(), set(), Balanced(count), []
+    while (item := _next_owned(it, index, assign, None, set(skip), set(also_skip), seen)[0]) is not None:
+        got.append(item[0])
+    return got
+
+
+def test_actor_buckets_partition_the_source_by_task_evenly_and_survive_replacement_and_resume(tmp_path):
+    src = write_source(tmp_path / "rollouts.jsonl", tasks=6, per_task=3)
+    task_of = {rid: thunk().task.id for rid, _, thunk in iter_folder(src)}
+    for count in (2, 3, 4):
+        buckets = [_owned(src, i, count) for i in range(count)]
+        ids = [rid for b in buckets for rid in b]
+        assert sorted(ids) == sorted(task_of) and len(ids) == len(set(ids))  # every row on exactly one actor
+        tasks = [{task_of[rid] for rid in b} for b in buckets]
+        assert sum(map(len, tasks)) == 6  # a task on one actor only
+        assert max(map(len, buckets)) - min(map(len, buckets)) <= 3  # within one task's rows
+    first = _owned(src, 0, 2)
+    # a replacement told which rows its predecessor finished takes the rest of the same bucket
+    assert _owned(src, 0, 2, also_skip=first[:2]) == first[2:]
+    # resume (with any actor count): rows in the log are skipped, the rest split again
+    done = first[:4]
+    rest = [_owned(src, i, 3, skip=done) for i in range(3)]
+    assert sorted(rid for b in rest for rid in b) == sorted(set(task_of) - set(done))

@@ -3,8 +3,9 @@
 Why the actors read: a row with inline screenshots is tens of MB. When the driver read rows and
 passed them to actors, it parsed and pickled every byte (its RSS grew to GBs with the row count
 in flight). Here each actor opens the source on its own node, walks every row in the same order,
-and keeps the rows whose task hashes to its bucket (`shard.keyed`: a task's rollouts all land on
-one actor, so its rubric is written once, in that actor's stage cache). What crosses to the
+and keeps the rows of the tasks in its bucket (`shard.Balanced`: each actor makes the same
+choice from the same order, a task's rollouts all land on one actor, so its rubric is written
+once, in that actor's stage cache, and the actors get about as many rows each). What crosses to the
 driver are ids and finished records; what the driver sends is the source's name, ids to skip
 and the options. The cost is that each of N actors reads every row: cheap, since a row it does
 not keep is parsed for its task id only (`shard.task_hint`), never loaded.
@@ -24,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..sources.items import Item, Unscored, score_one
-from .shard import keyed, stable_bucket
+from .memory import actor_settings, bound_heap
+from .shard import Balanced, keyed, stable_bucket
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,8 @@ class ShardReader:
     def __init__(self, settings: Any) -> None:
         from ..session import VerifierSession
 
-        self.session = VerifierSession(settings)
+        bound_heap()  # this process is the actor's own (see `memory`)
+        self.session = VerifierSession(actor_settings(settings))
 
     async def run(self, spec: SourceSpec, index: int, count: int, skip: Collection[str],
                   also_skip: Collection[str] = (), inflight: int = 16) -> AsyncIterator[tuple[str, Any]]:
@@ -86,25 +89,28 @@ class ShardReader:
                 raise Unscored(outcome.error)
             return outcome.result
 
-        async def score(item: Item) -> None:
+        async def score(rid: str, desc: str, load: Any) -> None:
             try:
-                record = await score_one(*item, verify_one, none_if_degraded)
+                record = await score_one(rid, desc, load, verify_one, none_if_degraded)
                 events.put_nowait(("done", record.to_json_line()))
             finally:
                 slots.release()
 
         async def read() -> None:
             it, seen, skipped = await asyncio.to_thread(spec.items), set[str](), 0  # may open a hub dataset
+            assign = Balanced(count)
             while True:
                 await slots.acquire()
-                item, passed = await asyncio.to_thread(_next_owned, it, index, count, spec.shard, skip,
+                item, passed = await asyncio.to_thread(_next_owned, it, index, assign, spec.shard, skip,
                                                        also_skip, seen)
                 skipped += passed
                 if item is None:
                     slots.release()
                     break
-                events.put_nowait(("start", (item[0], item[1])))
-                task = asyncio.create_task(score(item))
+                rid, desc, thunk = item
+                events.put_nowait(("start", (rid, desc)))
+                task = asyncio.create_task(score(rid, desc, _load_once(thunk)))
+                del item, thunk  # the row's parsed record is held by its loader only, until it loads
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
             events.put_nowait(("read", skipped))
@@ -132,9 +138,24 @@ class ShardReader:
         return os.getpid()
 
 
-def _next_owned(it: Iterator[Item], index: int, count: int, shard: tuple[int, int] | None,
+def _load_once(thunk: Any) -> Any:
+    """`thunk` callable once, then let go: the parsed record it holds (the screenshots' base64 text)
+    is freed as soon as the trajectory is built, instead of staying beside it while it is verified
+    (the judge client replaces a screenshot's text by its own copy, so both would be held)."""
+    held = [thunk]
+
+    def load() -> Any:
+        return held.pop()()
+
+    return load
+
+
+def _next_owned(it: Iterator[Item], index: int, assign: Balanced, shard: tuple[int, int] | None,
                 skip: Collection[str], also_skip: Collection[str], seen: set[str]) -> tuple[Item | None, int]:
-    """(the next item of bucket `index` not yet done, rows passed that were in `skip`); blocking."""
+    """(the next item of bucket `index` not yet done, rows passed that were in `skip`); blocking.
+
+    Every row to be scored in this run goes through `assign`, `also_skip` ones included, so a
+    replacement actor's buckets are its predecessor's (see `Balanced`)."""
     skipped = 0
     for item in it:
         rid = item[0]
@@ -142,11 +163,9 @@ def _next_owned(it: Iterator[Item], index: int, count: int, shard: tuple[int, in
             skipped += 1
             continue
         seen.add(rid)
-        if rid in also_skip:
-            continue
         loaded, key = keyed(item)
         if shard is not None and stable_bucket(key, shard[1]) != shard[0]:
             continue
-        if stable_bucket(key, count) == index:
+        if assign(key) == index and rid not in also_skip:
             return loaded, skipped
     return None, skipped

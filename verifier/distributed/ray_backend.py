@@ -129,7 +129,8 @@ def run_ray(args: argparse.Namespace, settings: Any, writer: ResultWriter, *,
         if started_here:
             ray.shutdown()
     return {"this_run": run.counts, "ray": {"actors": len(pool.actors), "restarts": pool.restarts,
-                                            "retried": run.retried}, **summarize(writer.records())}
+                                            "retried": run.retried, "rows_per_actor": run.per_actor},
+            **summarize(writer.records())}
 
 
 class _Run:
@@ -145,6 +146,7 @@ class _Run:
         self.holding: list[dict[str, str]] = [{} for _ in pool.actors]  # bucket -> {id: description}
         self.deaths: Counter[str] = Counter()
         self.barren = [0] * len(pool.actors)  # deaths of a bucket in a row with no record in between
+        self.per_actor = [0] * len(pool.actors)  # records each bucket's actors finished (the balance)
         self.counts = {"scored": 0, "unscored": 0, "skipped": 0}
         self.skipped: int | None = None
         self.retried = 0
@@ -182,6 +184,7 @@ class _Run:
                 record = ScoreRecord.model_validate_json(value)
                 self.holding[bucket].pop(record.id, None)
                 self.barren[bucket] = 0
+                self.per_actor[bucket] += record.id not in self.finished
                 self._write(record)
             elif kind == "read" and self.skipped is None:  # every actor counts the same rows
                 self.skipped = self.counts["skipped"] = value

@@ -149,23 +149,25 @@ def iter_native_file(path: Path, rid: str, outside: bool = False) -> Iterator[It
         return
     k = 0
     while pending is not None:
-        no, line = pending
+        (no, line), pending = pending, None
         try:
             pending = next(lines, None)
         except (OSError, UnicodeDecodeError) as exc:  # mid-file: this line and the rest are lost, said so
             yield failing(f"{rid}#{k}", str(path), TrajectoryError(f"cannot read trajectory file: {exc}",
                                                                   file=str(path), line=no))
             return
-        for item in _records(path, base, rid, k, no, line, last=pending is None, outside=outside):
-            yield item
-            k += 1
+        items = list(_records(path, base, rid, k, no, line, last=pending is None, outside=outside))
+        del line  # parsed: while its rows are out, this frame holds neither its text nor its records
+        k += len(items)
+        while items:
+            yield items.pop(0)
 
 
 def _jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of each non-blank line, read one at a time."""
     with open(path, encoding="utf-8", newline="\n") as fh:
         for no, line in enumerate(fh, start=1):
-            if line.strip():
+            if not line.isspace():  # not `strip()`: a copy of a line of tens of MB
                 yield no, line
 
 
