@@ -13,45 +13,24 @@ libc other than glibc both are no-ops.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
-from functools import lru_cache
+
+from verifier.heap import bound_heap, glibc, trim
+
+__all__ = ["ARENA_MAX", "MMAP_THRESHOLD", "trim", "tune_allocator"]
 
 log = logging.getLogger(__name__)
 
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
 #: Blocks at least this large are mmapped (and unmapped on free): every screenshot-sized buffer.
 MMAP_THRESHOLD = 256 * 1024
 #: Arenas: more only help programs that allocate from many threads at once, which this one does not.
 ARENA_MAX = 2
 
 
-@lru_cache(maxsize=1)
-def _libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-    except OSError:
-        return None
-    return libc if libc is not None and hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
-
-
 def tune_allocator(*, mmap_threshold: int = MMAP_THRESHOLD, arena_max: int = ARENA_MAX) -> bool:
-    """Set glibc's mmap threshold and arena cap for this process; True when both took effect.
-
-    Call it before worker threads start (arenas are created per thread on first use)."""
-    libc = _libc()
-    if libc is None:
-        return False
-    ok = bool(libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)) and bool(libc.mallopt(M_ARENA_MAX, arena_max))
-    ok = ok and bool(libc.mallopt(M_TRIM_THRESHOLD, 4 * mmap_threshold))
-    if not ok:
+    """Set glibc's mmap threshold, arena cap and trim threshold for this process (`verifier.heap`);
+    True when they took effect. Call it before worker threads start."""
+    ok = bound_heap(mmap_threshold=mmap_threshold, arenas=arena_max, trim_threshold=4 * mmap_threshold)
+    if not ok and glibc() is not None:
         log.warning("mallopt refused the service's allocator settings; memory may stay high after loads")
     return ok
-
-
-def trim() -> bool:
-    """Return freed heap memory to the system now; True when glibc released something."""
-    libc = _libc()
-    return bool(libc.malloc_trim(0)) if libc is not None else False

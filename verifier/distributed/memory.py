@@ -21,16 +21,15 @@ Both are per actor process: the driver, the local loop and the reward service ar
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
 from typing import Any
+
+from .. import heap
 
 log = logging.getLogger(__name__)
 
 #: An actor's image cache in MB when the judge configuration sets no `image_cache_mb`.
 ACTOR_IMAGE_CACHE_MB = 64.0
-_M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8  # glibc's mallopt parameters (malloc.h)
 
 
 def actor_settings(settings: Any) -> Any:
@@ -44,16 +43,8 @@ def actor_settings(settings: Any) -> Any:
 
 def bound_heap(mmap_threshold: int = 1 << 20, arenas: int = 2) -> bool:
     """Make glibc return large freed blocks at once and keep at most `arenas` heaps (this process,
-    from now on). False where the C library is not glibc (nothing changes there)."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        version = libc.gnu_get_libc_version  # glibc only: musl and macOS lack it
-    except (OSError, AttributeError):
-        return False
-    version.restype = ctypes.c_char_p
-    if not version():
-        return False
-    ok = bool(libc.mallopt(_M_MMAP_THRESHOLD, mmap_threshold)) and bool(libc.mallopt(_M_ARENA_MAX, arenas))
-    if not ok:
+    from now on; `verifier.heap`). False where the C library is not glibc (nothing changes there)."""
+    ok = heap.bound_heap(mmap_threshold=mmap_threshold, arenas=arenas)
+    if not ok and heap.glibc() is not None:
         log.warning("mallopt refused the actor's heap bounds: its memory is not bounded by them")
     return ok
