@@ -150,6 +150,13 @@ def test_shutdown_drains_then_answers_typed_503(served):
             running = [asyncio.create_task(post(f"drain-{k}")) for k in range(2)]
             await asyncio.sleep(0.5)
             deleting = asyncio.create_task(asyncio.to_thread(dep.delete))
+            # a request that reaches a replica before it has read the drain order (polled every
+            # second) is still served: the late ones go once the deployment says it is draining
+            while not deleting.done():
+                health = await client.get(dep.url + "/health")
+                if health.status_code == 200 and health.json().get("status") == "draining":
+                    break
+                await asyncio.sleep(0.1)
             late = []
             while not deleting.done():
                 await asyncio.sleep(0.3)
