@@ -297,3 +297,19 @@ def test_prepare_images_skips_unreadable_shots_and_respects_the_cache_size():
     assert judge.prepare_images([bad, good[0], good[0], good[1], good[2]]) == 2  # the limit: 2 distinct
     assert judge.encoder.ready(good[0]) and judge.encoder.ready(good[1]) and not judge.encoder.ready(good[2])
     assert not judge.encoder.ready(bad)  # left for the call that sends it to report
+
+
+@pytest.mark.parametrize("value", [2.5e-7, 1e16, 1.5, -0.0, 2**64 + 1, {1: "int key"}, "lone \ud800",
+                                   {"nested": [(1, 2), {"k": [0.1, 3e-9]}]}, "\x7f \u2028 \x00 \U0001f600"])
+def test_skeleton_bytes_are_the_sdks_for_values_orjson_spells_otherwise(value):
+    """The fast serialiser is used only where its bytes are json's: exponent floats, big ints,
+    non-string keys and lone surrogates go through json (whose error, if any, is the SDK's)."""
+    url = JsonSafe("data:image/png;base64,AAAA")
+    body = {"v": value, "u": url, "w": [value]}
+    try:
+        expected = sdk_bytes(body)
+    except (ValueError, TypeError) as exc:
+        with pytest.raises(type(exc)):
+            dumps_body(body)
+    else:
+        assert dumps_body(body) == expected

@@ -14,8 +14,14 @@ allow_nan=False).encode()``: what the SDK itself would send (its ``openapi_dumps
 from __future__ import annotations
 
 import json
+import math
 import random
 from typing import Any
+
+try:  # optional (the service extra): ~10x faster than json on the prompts' text
+    import orjson
+except ImportError:  # pragma: no cover - exercised only without the extra
+    orjson = None  # type: ignore[assignment]
 
 
 class JsonSafe(str):
@@ -36,6 +42,10 @@ def dumps_body(body: dict[str, Any]) -> bytes:
     return b"".join(body_pieces(body))
 
 
+class _Plain(Exception):
+    """The skeleton holds a value orjson would write differently from ``json`` (see `_skeleton`)."""
+
+
 def body_pieces(body: dict[str, Any]) -> list[bytes]:
     """`dumps_body(body)` as the list of pieces it joins: the HTTP client writes them one after
     the other (`http.PiecesPayload`), so a request of many screenshots is never copied into one
@@ -48,25 +58,45 @@ def body_pieces(body: dict[str, Any]) -> list[bytes]:
     """
     token = f"\x1f{random.getrandbits(64):016x}:"  # a control character: escaped in the JSON, never raw
     safe: list[str] = []
+    plain = orjson is None
 
     def swap(node: Any) -> Any:
-        if type(node) is JsonSafe:
+        nonlocal plain
+        kind = type(node)
+        if kind is JsonSafe:
             safe.append(node)
             return f"{token}{len(safe) - 1}"
         if isinstance(node, dict):
             return {k: swap(v) for k, v in node.items()}
         if isinstance(node, (list, tuple)):
             return [swap(v) for v in node]
+        if kind is float:
+            if not math.isfinite(node):
+                raise ValueError(f"Out of range float values are not JSON compliant: {node!r}")
+            plain = plain or "e" in repr(node)  # orjson writes 2.5e-7 where json writes 2.5e-07
         return node
 
-    skeleton = dumps(swap(body))
+    skeleton = _skeleton(swap(body), plain)
     if not safe:
-        return [skeleton.encode()]
-    head, *rest = skeleton.split(f'"{dumps(token)[1:-1]}')  # each rest piece: '<index>"...'
+        return [skeleton]
+    head, *rest = skeleton.split(b'"' + _skeleton(token, plain)[1:-1])  # each rest piece: b'<index>"...'
     if len(rest) != len(safe):
         return [dumps(body).encode()]  # pragma: no cover - a text that spells the token
-    out = [head.encode()]
+    out = [head]
     for piece in rest:
-        index, _, tail = piece.partition('"')
-        out += (b'"', safe[int(index)].encode("ascii"), f'"{tail}'.encode())
+        index, _, tail = piece.partition(b'"')
+        out += (b'"', safe[int(index)].encode("ascii"), b'"' + tail)
     return out
+
+
+def _skeleton(value: Any, plain: bool) -> bytes:
+    """``dumps(value).encode()``, by orjson where its bytes are surely the same: UTF-8 kept,
+    compact, the same escapes. It refuses what ``json`` would write its own way (keys that are not
+    strings, integers over 64 bits, lone surrogates, other types), and floats in exponent form are
+    spelled differently: those go through ``json``."""
+    if not plain:
+        try:
+            return orjson.dumps(value)
+        except TypeError:  # orjson.JSONEncodeError: json decides (and raises its own error)
+            pass
+    return dumps(value).encode()
