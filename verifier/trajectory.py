@@ -25,7 +25,7 @@ import io
 import os
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from PIL import Image
 from pydantic import (
@@ -87,6 +87,16 @@ def sniff_mime(data: bytes) -> str | None:
         if data.startswith(magic):
             return mime
     return None
+
+
+class KnownImage(NamedTuple):
+    """What reading a screenshot's decoded bytes established (`Screenshot.known`): its content
+    hash, sniffed format and header size. Whoever already decoded a data URL hands these to the
+    screenshot that carries it (`Screenshot.know`), so its bytes are not decoded a second time."""
+
+    sha256: str
+    mime: str | None
+    size: tuple[int, int]
 
 
 class RunStatus(str, Enum):
@@ -259,6 +269,16 @@ class Screenshot(BaseModel):
         if self.data_url is not None and self._raw is not None:
             _ = (self.sha256, self.mime(), self.size())  # computed and kept before the bytes go
             self._raw = None
+
+    def known(self) -> KnownImage:
+        """Hash, format and header size (read from the bytes once; `ScreenshotError` as `size`)."""
+        return KnownImage(self.sha256, self.mime(), self.size())
+
+    def know(self, facts: KnownImage) -> None:
+        """Take `facts` established from exactly this screenshot's bytes (by the caller's word: the
+        reward service decodes each inline data URL while parsing the request body). The pixel
+        guard still applies: `size` checks the known size against its limit on every call."""
+        self._sha, self._mime, self._size = facts
 
     def same_data_url(self, other: Screenshot) -> bool:
         """Whether both carry a data URL of exactly the same text (a page that did not change)."""

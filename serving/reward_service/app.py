@@ -22,6 +22,7 @@ from .body import BadBody, read_model
 from .budget import ByteAdmission
 from .config import ServiceConfig
 from .core import Refused, RewardService
+from .inline import DecodedImages
 from .models import BatchRequest, BatchResponse, ErrorBody, ErrorDetail, OpenRLHFRequest, VerifyRequest
 
 
@@ -190,8 +191,9 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
 
     @app.post("/v1/verify")
     async def verify(request: Request) -> Any:
-        body = await read_model(request, VerifyRequest)
-        (item,) = await service.verify_records([body.trajectory], body.deadline_s)
+        decoded = DecodedImages()
+        body = await read_model(request, VerifyRequest, decoded)
+        (item,) = await service.verify_records([body.trajectory], body.deadline_s, decoded)
         if item.status == "scored":
             return JSONResponse(item.result)
         return _error(item.http_status, item.error_type or "error", item.reason or "",
@@ -199,11 +201,12 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
 
     @app.post("/v1/verify/batch")
     async def verify_batch(request: Request) -> Any:
-        body = await read_model(request, BatchRequest)
+        decoded = DecodedImages()
+        body = await read_model(request, BatchRequest, decoded)
         if len(body.trajectories) > min(config.max_batch, config.queue_size):
             return _error(413, "too_large", f"batch of {len(body.trajectories)} over --max-batch "
                           f"{config.max_batch} / --queue-size {config.queue_size}")
-        items = await service.verify_records(body.trajectories, body.deadline_s)
+        items = await service.verify_records(body.trajectories, body.deadline_s, decoded)
         return BatchResponse(results=items).model_dump()
 
     @app.post("/v1/openrlhf")

@@ -33,6 +33,7 @@ from verifier.trajectory import Screenshot, Trajectory
 
 from .budget import ByteBudget
 from .config import ServiceConfig
+from .inline import DecodedImages
 from .memory import trim
 from .metrics import CountingJudge, ServiceMetrics
 from .models import ItemResult
@@ -86,8 +87,10 @@ def confine(path: str, root: Path | None, *, field: str) -> str:
     return str(full)
 
 
-def parse_trajectory(record: dict[str, Any], root: Path | None, *, where: str) -> Trajectory:
-    """A request record -> Trajectory, with paths confined and every image header checked."""
+def parse_trajectory(record: dict[str, Any], root: Path | None, *, where: str,
+                     decoded: DecodedImages | None = None) -> Trajectory:
+    """A request record -> Trajectory, with paths confined and every image header checked (data URLs
+    the body parser already decoded take their facts from `decoded` instead of a second decode)."""
     # The loader confines paths to `root` (and re-checks before reading); with no root the service
     # refuses every path below, with its own message, so the loader need not confine them.
     traj = load_native_record(record, file=where, check_images=False,
@@ -95,6 +98,8 @@ def parse_trajectory(record: dict[str, Any], root: Path | None, *, where: str) -
     for k, shot in enumerate(traj.screenshots):
         if shot.path is not None:
             shot.path = confine(shot.path, root, field=f"screenshots[{k}].path")
+    if decoded is not None:
+        decoded.apply(traj.screenshots)
     check_screenshots(traj.screenshots, file=where, each=_verify_and_drop)
     traj.source_path = record.get("source_path")  # the id the client gave, as in-process
     return traj
@@ -154,19 +159,22 @@ class RewardService:
                           retry_after=self.queue.retry_after())
 
     # ---- work ---------------------------------------------------------------------------------
-    async def verify_records(self, records: list[dict[str, Any]], deadline_s: float | None) -> list[ItemResult]:
+    async def verify_records(self, records: list[dict[str, Any]], deadline_s: float | None,
+                             decoded: DecodedImages | None = None) -> list[ItemResult]:
         """Admit, parse and verify `records` together; one `ItemResult` each, in order."""
         self.admit(len(records))
         timeout = self.config.deadline(deadline_s)
-        return list(await asyncio.gather(*(self._one(rec, k, timeout) for k, rec in enumerate(records))))
+        return list(await asyncio.gather(*(self._one(rec, k, timeout, decoded) for k, rec in enumerate(records))))
 
-    async def _one(self, record: dict[str, Any], k: int, timeout: float) -> ItemResult:
+    async def _one(self, record: dict[str, Any], k: int, timeout: float,
+                   decoded: DecodedImages | None = None) -> ItemResult:
         """One rollout's answer. Its admission slot is released on every way out (`finally`): once
         the verification task owns it, by that task's end; otherwise here, whatever was raised."""
         started, handed_over = time.monotonic(), False
         try:
             try:
-                traj = await asyncio.to_thread(parse_trajectory, record, self.root, where=f"trajectories[{k}]")
+                traj = await asyncio.to_thread(parse_trajectory, record, self.root, where=f"trajectories[{k}]",
+                                               decoded=decoded)
             except CuaVerifierError as exc:
                 return self._answer(Outcome(error=exc))
             except (ValueError, TypeError, OSError, RecursionError) as exc:  # bad input no check named

@@ -122,10 +122,10 @@ def test_any_parse_failure_frees_its_slot_and_answers_its_own_item(monkeypatch, 
 
     real = core.parse_trajectory
 
-    def parse(record, root, *, where):
+    def parse(record, root, *, where, decoded=None):
         if record.get("poison"):
             raise raised
-        return real(record, root, where=where)
+        return real(record, root, where=where, decoded=decoded)
 
     monkeypatch.setattr(core, "parse_trajectory", parse)
     svc = _service(queue_size=3)
