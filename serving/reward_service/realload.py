@@ -186,6 +186,31 @@ def start_service(judge_url: str, extra: list[str], *, env: dict[str, str] | Non
     return proc, line.split(" at ", 1)[1].split()[0]
 
 
+class CpuShares:
+    """Where the machine's CPU went during a load, in cores (CPU seconds over wall seconds): the
+    service, the benchmark's own client and loopback judge, and everything else. Why: on a small
+    machine the harness competes with the service, and a throughput ratio (one process against N
+    replicas) is bounded by the cores left idle, which this shows."""
+
+    def __init__(self, *, judge: psutil.Process, client: psutil.Process) -> None:
+        self.procs = {"judge": judge, "client": client}
+        self.start = time.monotonic()
+        self.own = {k: sum(p.cpu_times()[:2]) for k, p in self.procs.items()}
+        self.machine = psutil.cpu_times()
+
+    def cores(self, *, service_cpu: float) -> dict[str, float]:
+        wall = max(time.monotonic() - self.start, 1e-9)
+        now = psutil.cpu_times()
+        idle = (now.idle + getattr(now, "iowait", 0.0)) - (self.machine.idle + getattr(self.machine, "iowait", 0.0))
+        total = sum(now) - sum(self.machine)
+        busy = (total - idle) / total * (psutil.cpu_count() or 1) if total > 0 else 0.0
+        out = {"service": service_cpu / wall}
+        out.update({k: (sum(p.cpu_times()[:2]) - self.own[k]) / wall for k, p in self.procs.items()})
+        out["other"] = max(0.0, busy - sum(out.values()))
+        out["idle"] = max(0.0, (psutil.cpu_count() or 1) - busy)
+        return {k: round(v, 2) for k, v in out.items()}
+
+
 def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, after_s: float,
              service_args: list[str], warmup: int = 0) -> dict[str, Any]:
     """One real-screenshot load against a fresh service; the figures (see the recipe). `warmup`
@@ -220,9 +245,11 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
                     raise RuntimeError(f"warm-up rollouts not scored: {warmed['errors']}")
             cpu0, roles0 = watch.cpu(), watch.cpu_roles()
             load_before = machine_load()
+            harness = CpuShares(judge=psutil.Process(judge.proc.pid), client=psutil.Process())
             with watch:
                 figures = asyncio.run(post_all(url + "/v1/verify", bodies, clients=clients, tasks=tasks))
                 cpu, roles = watch.cpu() - cpu0, watch.cpu_roles()
+                shares = harness.cores(service_cpu=cpu)
                 end_rss = watch.rss()
                 time.sleep(after_s)
                 after_rss = watch.rss()
@@ -241,5 +268,6 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
                 for role, sec in sorted(roles.items()) if sec - roles0.get(role, 0.0) >= 0.0005},
             "rss_mb": {"baseline": round(base_rss / mb), "peak": round(watch.peak / mb),
                        "end_of_load": round(end_rss / mb), f"after_{after_s:g}s": round(after_rss / mb)},
-            "machine": {"before": load_before, "after": machine_load()}, "warmup": warmup,
+            "machine": {"before": load_before, "after": machine_load(), "cores_busy": shares},
+            "warmup": warmup,
             "service_args": service_args}
