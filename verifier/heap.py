@@ -17,7 +17,7 @@ import ctypes.util
 from functools import lru_cache
 
 #: glibc's mallopt parameters (malloc.h).
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_MMAP_MAX, M_ARENA_MAX = -1, -3, -4, -8
 
 
 @lru_cache(maxsize=1)
@@ -34,17 +34,22 @@ def glibc() -> ctypes.CDLL | None:
     return libc
 
 
-def bound_heap(*, mmap_threshold: int, arenas: int, trim_threshold: int | None = None) -> bool:
+def bound_heap(*, mmap_threshold: int, arenas: int, trim_threshold: int | None = None,
+               map_large: bool = True) -> bool:
     """Blocks of at least `mmap_threshold` bytes mapped (and unmapped on free) on their own, at most
     `arenas` heaps, and, when given, heap tops over `trim_threshold` returned on free; True when
-    every setting took. For this process from now on: call it before worker threads start (an
-    arena is made per thread on its first allocation)."""
+    every setting took. `map_large=False` maps no block on its own at all (each comes from an
+    arena and is reused there; glibc still maps one that no heap can hold): for a process that
+    returns its free pages with `trim` when idle. For this process from now on: call it before
+    worker threads start (an arena is made per thread on its first allocation)."""
     libc = glibc()
     if libc is None:
         return False
     settings = [(M_MMAP_THRESHOLD, mmap_threshold), (M_ARENA_MAX, arenas)]
     if trim_threshold is not None:
         settings.append((M_TRIM_THRESHOLD, trim_threshold))
+    if not map_large:
+        settings.append((M_MMAP_MAX, 0))
     return all(bool(libc.mallopt(param, value)) for param, value in settings)
 
 

@@ -7,18 +7,19 @@ heap arenas (one per thread that allocates: the parse and judge worker threads),
 shrinks from its top, so a few live blocks keep hundreds of freed megabytes resident. RSS grew to
 the high-water mark of the load and stayed there.
 
-`tune_allocator` fixes the threshold (which also turns the dynamic raise off) and caps the arena
-count; `trim` hands freed heap pages back (``malloc_trim``, which also releases whole free pages in
-the middle of a heap, not only its top), run when the service goes idle. On a libc other than glibc
-both are no-ops.
+`tune_allocator` fixes the threshold (which also turns the dynamic raise off), caps the arena
+count and maps no block on its own; `trim` hands every free heap page back (``malloc_trim`` releases
+whole free pages in the middle of a heap too, not only its top), run when the service goes idle.
+On a libc other than glibc both are no-ops.
 
-Why 4 MiB and not lower: every mapped block is fresh memory, paid for with a page fault per 4 KiB
-on first touch. At 256 KiB each screenshot-sized buffer (the text, its decoded bytes, each request
-body piece) was mapped and faulted in anew: a copy of a 1.5 MB data URL cost 1.0 ms instead of
-0.25 ms, and that was ~15% of the service's CPU per verification at M = 50 (0.427 -> 0.369 s with
-the screenshots' buffers on the heap, `recipes/benchmark_service.py --real -m 50`). Those buffers
-now come from the heap and are reused while a load lasts; whole request bodies (17-41 MB) are
-still mapped and returned on free, and the idle `trim` gives the heap's free pages back.
+Why no mapped blocks, when mapping them is what returns memory on free: a mapped block is fresh
+memory, paid for with a page fault per 4 KiB on first touch, on every request. With every block
+over 256 KiB mapped, a copy of a 1.5 MB data URL cost 1.0 ms instead of 0.25 ms, and at M = 50 the
+service took ~30,000 page faults a second (~430,000 in a 14 s profile window): the 41 MB body of
+each request alone is 10,500. From the arenas, those buffers are reused while a load lasts (34,000
+faults in the same window, a fifth less system time); heap tops over `TRIM_THRESHOLD` still go back
+on free, and the idle `trim` returns the rest, so RSS after a load is what it was (~360 MB after 64
+M = 20 rollouts, `recipes/benchmark_service.py --real`), and the byte budget bounds the peak.
 """
 from __future__ import annotations
 
@@ -26,20 +27,24 @@ import logging
 
 from verifier.heap import bound_heap, glibc, trim
 
-__all__ = ["ARENA_MAX", "MMAP_THRESHOLD", "trim", "tune_allocator"]
+__all__ = ["ARENA_MAX", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "trim", "tune_allocator"]
 
 log = logging.getLogger(__name__)
 
-#: Blocks at least this large are mmapped (and unmapped on free): request bodies, not screenshots.
+#: The mmap threshold, fixed (so glibc never raises it); with no block mapped on its own it only
+#: matters where glibc must map one anyway (a block no heap can hold).
 MMAP_THRESHOLD = 4 * 1024 * 1024
+#: Heap tops over this are returned on free during a load; the idle `trim` returns the rest.
+TRIM_THRESHOLD = 256 * 1024 * 1024
 #: Arenas: more only help programs that allocate from many threads at once, which this one does not.
 ARENA_MAX = 2
 
 
 def tune_allocator(*, mmap_threshold: int = MMAP_THRESHOLD, arena_max: int = ARENA_MAX) -> bool:
-    """Set glibc's mmap threshold, arena cap and trim threshold for this process (`verifier.heap`);
-    True when they took effect. Call it before worker threads start."""
-    ok = bound_heap(mmap_threshold=mmap_threshold, arenas=arena_max, trim_threshold=4 * mmap_threshold)
+    """Set glibc's mmap threshold, arena cap and trim threshold, and map no block on its own, for
+    this process (`verifier.heap`); True when they took effect. Call it before worker threads start."""
+    ok = bound_heap(mmap_threshold=mmap_threshold, arenas=arena_max, trim_threshold=TRIM_THRESHOLD,
+                    map_large=False)
     if not ok and glibc() is not None:
         log.warning("mallopt refused the service's allocator settings; memory may stay high after loads")
     return ok
