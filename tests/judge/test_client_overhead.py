@@ -172,23 +172,10 @@ def sdk_bytes(body) -> bytes:
     return openapi_dumps(body)
 
 
-@pytest.fixture(params=["orjson", "json"])
-def serialiser(request, monkeypatch):
-    """Both serialiser paths: orjson's whole body, and json's with `JsonSafe` images spliced."""
-    from verifier.judge import jsonbody
-
-    if request.param == "json":
-        monkeypatch.setattr(jsonbody, "orjson", None)
-    elif jsonbody.orjson is None:
-        pytest.skip("orjson is not installed")
-    return request.param
-
-
-def test_request_body_bytes_are_the_sdks_with_images_spliced_unescaped(serialiser):
+def test_request_body_bytes_are_the_sdks_with_images_spliced_unescaped():
     enc = ImageEncoder(max_side=None)
     url = enc.encode(Screenshot.from_bytes(png((9, 9, 9)), step=1)).url
-    assert url.startswith("data:image/png;base64,")
-    assert (type(url) is JsonSafe) == (serialiser == "json")  # marked only where marking pays
+    assert isinstance(url, JsonSafe) and url.startswith("data:image/png;base64,")
     tricky = 'quote " backslash \\ newline \n nul \x00 unit-sep \x1f wide — é 😀 and a fake \\u001f0:0'
     body = {"model": "judge", "temperature": 0.0, "seed": None, "stop": ("a", "b"),
             "messages": [{"role": "system", "content": tricky},
@@ -218,7 +205,7 @@ async def test_the_judge_receives_the_sdk_serialisation():
         server.stop()
 
 
-def test_a_text_that_spells_the_splice_token_falls_back_to_the_plain_bytes(monkeypatch, serialiser):
+def test_a_text_that_spells_the_splice_token_falls_back_to_the_plain_bytes(monkeypatch):
     from verifier.judge import jsonbody
 
     monkeypatch.setattr(jsonbody.random, "getrandbits", lambda bits: 0xABC)
@@ -314,7 +301,7 @@ def test_prepare_images_skips_unreadable_shots_and_respects_the_cache_size():
 
 @pytest.mark.parametrize("value", [2.5e-7, 1e16, 1.5, -0.0, 2**64 + 1, {1: "int key"}, "lone \ud800",
                                    {"nested": [(1, 2), {"k": [0.1, 3e-9]}]}, "\x7f \u2028 \x00 \U0001f600"])
-def test_skeleton_bytes_are_the_sdks_for_values_orjson_spells_otherwise(value, serialiser):
+def test_skeleton_bytes_are_the_sdks_for_values_orjson_spells_otherwise(value):
     """The fast serialiser is used only where its bytes are json's: exponent floats, big ints,
     non-string keys and lone surrogates go through json (whose error, if any, is the SDK's)."""
     url = JsonSafe("data:image/png;base64,AAAA")

@@ -54,7 +54,7 @@ try:  # optional (the service extra): ISA-L's CRC-32, ~10x zlib's, for `png_chun
 except ImportError:  # pragma: no cover - exercised only without the extra
     from zlib import crc32
 from ..trajectory import Screenshot
-from .jsonbody import mark_safe
+from .jsonbody import JsonSafe
 
 log = logging.getLogger("cua_verifier.judge")
 _MIME = {"png": "image/png", "jpeg": "image/jpeg"}
@@ -194,19 +194,20 @@ def base64_size(url: str) -> int:
     return payload * 3 // 4 - (url.endswith("==") + url.endswith("="))
 
 
-def passed_data_url(shot: Screenshot, mime: str) -> str | None:
-    """The screenshot's own data URL, marked JSON-safe (`jsonbody.mark_safe`), when it can go to
-    the judge as it came.
+def passed_data_url(shot: Screenshot, mime: str) -> JsonSafe | None:
+    """The screenshot's own data URL, marked JSON-safe, when it can go to the judge as it came.
 
-    Only a ``data:<sniffed mime>;base64,`` URL whose payload was already decoded with
-    ``validate=True`` qualifies: its text is then the base64 alphabet only, safe to splice into a
-    request body unescaped. A marked copy (without orjson) replaces the screenshot's own string, so
-    the text is held once; with orjson the text is sent as it is, no copy at all.
+    Only a ``data:<sniffed mime>;base64,`` URL whose payload `Screenshot.bytes` already decoded
+    with ``validate=True`` qualifies: its text is then the base64 alphabet only, safe to splice
+    into a request body unescaped. The marked copy replaces the screenshot's own string, so the
+    text is held once (the copy is a memcpy, far cheaper than base64-encoding the bytes again).
     """
     url = shot.data_url
     if url is None or not url.startswith(f"data:{mime};base64,") or shot.known_sha256 is None:
         return None
-    safe = mark_safe(url)
+    if type(url) is JsonSafe:
+        return url
+    safe = JsonSafe(url)
     shot.data_url = safe
     return safe
 
@@ -311,7 +312,7 @@ class ImageEncoder:
     def _url(self, data: bytes, mime: str, digest: str) -> str:
         if self.media_dir is None:
             # JSON-safe by construction: the body serialiser copies it instead of escaping it
-            return mark_safe(f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}")
+            return JsonSafe(f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}")
         path = self.media_dir / f"{digest}.{_EXT[mime]}"
         if not path.is_file():  # content-addressed: an existing file already holds these bytes
             fd, tmp = tempfile.mkstemp(dir=self.media_dir, suffix=".part")
