@@ -25,7 +25,7 @@ import io
 import os
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
 from PIL import Image
 from pydantic import (
@@ -34,6 +34,8 @@ from pydantic import (
     Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
     field_validator,
     model_serializer,
     model_validator,
@@ -79,6 +81,13 @@ def b64decode_checked(payload: str) -> bytes:
         except (binascii.Error, ValueError):
             pass
     return base64.b64decode(payload, validate=True)
+
+
+def _text_as_given(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A string is kept as the very object given: pydantic would copy a `str` subclass into a plain
+    `str`, a megabyte per data URL, and lose what the subclass says (the reward service's body
+    parser hands over `verifier.judge.jsonbody.JsonSafe` texts, which go to the judge unescaped)."""
+    return value if isinstance(value, str) else handler(value)
 
 
 def sniff_mime(data: bytes) -> str | None:
@@ -145,7 +154,7 @@ class Screenshot(BaseModel):
     step: int = Field(ge=0, description="Step this screenshot belongs to (0 = initial page).")
     timing: Literal["before", "after"] = "before"
     path: str | None = None
-    data_url: str | None = None
+    data_url: Annotated[str | None, WrapValidator(_text_as_given)] = None
 
     _raw: bytes | None = PrivateAttr(default=None)
     _pil: Image.Image | None = PrivateAttr(default=None)

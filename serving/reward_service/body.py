@@ -20,11 +20,13 @@ from typing import Any, TypeVar
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
+from verifier.judge.jsonbody import JsonSafe
+
 try:  # optional: the service extra installs it
     import orjson
 
     def _loads(raw: bytes, on_image: Callable[[str, bytes], None] | None = None) -> Any:
-        return lift_data_urls(raw, orjson.loads, on_image)
+        return lift_data_urls(raw, orjson.loads, on_image, JsonSafe)
 
     JSON_ERRORS: tuple[type[Exception], ...] = (orjson.JSONDecodeError, UnicodeDecodeError)
 except ImportError:  # pragma: no cover - exercised only without the extra
@@ -59,7 +61,7 @@ _HEAD = re.compile(rb"data:image/[A-Za-z0-9.+-]{1,40};base64,")
 
 
 def lift_data_urls(raw: bytes, loads: Callable[[bytes], Any],
-                   on_image: Callable[[str, bytes], None] | None = None) -> Any:
+                   on_image: Callable[[str, bytes], None] | None = None, kind: type[str] = str) -> Any:
     """``loads(raw)``, with each image data URL string made straight from its bytes.
 
     Why: a JSON parser checks and copies every character of a string; on a 41 MB body of
@@ -76,6 +78,9 @@ def lift_data_urls(raw: bytes, loads: Callable[[bytes], Any],
     throwing it away (once per distinct text: a text repeated in the body, such as a page that did
     not change, is put back as the same string object, held once). Texts it saw may end up unused
     (a body that falls back to a whole parse), so it keeps facts about them, not duties.
+
+    Each lifted text is made as `kind` (a `str` subclass such as `JsonSafe`, which the texts are
+    by construction: the service then sends them to the judge without a marked copy).
     """
     if b64 is None:
         return loads(raw)
@@ -92,7 +97,7 @@ def lift_data_urls(raw: bytes, loads: Callable[[bytes], Any],
             break
         head = _HEAD.match(raw, start + 1, end)
         if head is not None and _unescaped(raw, start):
-            text = _lift(raw, view, start, head.end(), end, texts, on_image)
+            text = _lift(raw, view, start, head.end(), end, texts, on_image, kind)
             if text is not None:
                 pieces += [view[pos:start], f'{quoted}{len(lifted)}"'.encode()]
                 lifted.append(text)
@@ -108,8 +113,8 @@ def lift_data_urls(raw: bytes, loads: Callable[[bytes], Any],
     return data if _put_back(data, token, lifted) else loads(raw)
 
 
-def _lift(raw: bytes, view: memoryview, start: int, payload: int, end: int,
-          texts: dict[tuple[int, bytes], list[str]], on_image: Callable[[str, bytes], None] | None) -> str | None:
+def _lift(raw: bytes, view: memoryview, start: int, payload: int, end: int, texts: dict[tuple[int, bytes], list[str]],
+          on_image: Callable[[str, bytes], None] | None, kind: type[str]) -> str | None:
     """The string value between the quotes at `start` and `end` when it can be lifted (see
     `lift_data_urls`), else None. A text equal to one lifted before is that same object; only a
     new one is validated (decoded) and shown to `on_image`."""
@@ -117,7 +122,7 @@ def _lift(raw: bytes, view: memoryview, start: int, payload: int, end: int,
     text = None
     if key in texts:
         try:
-            text = str(view[start + 1:end], "ascii")
+            text = kind(view[start + 1:end], "ascii")
         except UnicodeDecodeError:
             return None
         for seen in texts[key]:
@@ -127,7 +132,7 @@ def _lift(raw: bytes, view: memoryview, start: int, payload: int, end: int,
         decoded = b64.b64decode(view[payload:end], validate=True)
     except (binascii.Error, ValueError):
         return None
-    text = text if text is not None else str(view[start + 1:end], "ascii")
+    text = text if text is not None else kind(view[start + 1:end], "ascii")
     texts.setdefault(key, []).append(text)
     if on_image is not None:
         on_image(text, decoded)

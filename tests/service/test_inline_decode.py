@@ -119,3 +119,21 @@ def test_the_verify_route_hands_the_parsers_facts_to_the_service(monkeypatch):
         r = client.post("/v1/verify", content=record(url(png((4, 4, 4)))))
     assert r.status_code == 200, r.text
     assert isinstance(got[0], DecodedImages) and len(got[0]) == 1
+
+
+def test_lifted_texts_reach_the_judge_request_without_a_marked_copy():
+    """The parser makes each data URL a `JsonSafe` text and the trajectory keeps that very object,
+    so the pass-through to the judge is the text itself (it was a 1 MB copy per screenshot)."""
+    from verifier.judge.images import passed_data_url
+    from verifier.judge.jsonbody import JsonSafe
+
+    decoded = DecodedImages()
+    traj = parsed(record(url(png((6, 7, 8), (23, 13)))), decoded)
+    shot = traj.screenshots[0]
+    assert type(shot.data_url) is JsonSafe
+    text = shot.data_url
+    assert passed_data_url(shot, "image/png") is text and shot.data_url is text
+    # anything else given as a string is kept as given, a plain str stays a plain str
+    plain = url(png((6, 7, 9)))
+    assert type(Screenshot(step=0, data_url=plain).data_url) is str
+    assert Screenshot.model_validate_json(Screenshot(step=0, data_url=plain).model_dump_json()).data_url == plain
