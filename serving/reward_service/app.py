@@ -79,8 +79,8 @@ class BodyReader:
         if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
         cfg = self.service.config
-        body = await _read_bounded(receive, cfg.max_body_bytes, cfg.body_timeout_s)
-        if isinstance(body, bytes):
+        body = await _read_bounded(receive, cfg.max_body_bytes, cfg.body_timeout_s, joined=False)
+        if isinstance(body, list):  # replayed as it came: the parser reads it without a join
             return await self.app(scope, _replay(body), send)
         if body == "too_large":
             refusal = _error(413, "too_large", f"request body over {cfg.max_body_bytes} bytes")
@@ -114,41 +114,49 @@ def _key_matches(headers: dict[bytes, bytes], key: str | None) -> bool:
     return hmac.compare_digest(given.encode(), key.encode())
 
 
-async def _read_bounded(receive: Any, limit: int, timeout_s: float) -> bytes | str:
-    """The whole body, or "too_large" as soon as its total passes `limit`, or "timeout" when it has
-    not all arrived within `timeout_s`.
+async def _read_bounded(receive: Any, limit: int, timeout_s: float, *, joined: bool = True) -> bytes | list[bytes] | str:
+    """The whole body (joined, or the list of its chunks), or "too_large" as soon as its total
+    passes `limit`, or "timeout" when it has not all arrived within `timeout_s`.
 
     One timeout around the whole read, not one per message: ``wait_for`` starts a task per call,
     and a 41 MB body arrives in hundreds of messages (~5% of the service's CPU per verification)."""
     try:
-        return await asyncio.wait_for(_read_all(receive, limit), timeout=timeout_s)
+        chunks = await asyncio.wait_for(_read_all(receive, limit), timeout=timeout_s)
     except TimeoutError:
         return "timeout"
+    if isinstance(chunks, str) or not joined:
+        return chunks
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def _read_all(receive: Any, limit: int) -> bytes | str:
-    chunks, size = [], 0
+async def _read_all(receive: Any, limit: int) -> list[bytes] | str:
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            return b"".join(chunks)
+            return chunks
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             return "too_large"
-        chunks.append(chunk)
+        if chunk:
+            chunks.append(chunk)
         if not message.get("more_body"):
-            return b"".join(chunks)
+            return chunks
 
 
-def _replay(body: bytes) -> Any:
-    sent = {"done": False}
+def _replay(body: bytes | list[bytes]) -> Any:
+    """An ASGI receive that gives `body` (one message, or one per chunk), then a disconnect."""
+    messages = [body] if isinstance(body, bytes) else body or [b""]
+    sent = {"next": 0}
 
     async def receive() -> dict:
-        if sent["done"]:
+        k = sent["next"]
+        if k >= len(messages):
             return {"type": "http.disconnect"}
-        sent["done"] = True
-        return {"type": "http.request", "body": body, "more_body": False}
+        sent["next"] = k + 1
+        return {"type": "http.request", "body": messages[k], "more_body": k + 1 < len(messages)}
 
     return receive
 

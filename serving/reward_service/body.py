@@ -22,16 +22,18 @@ from pydantic import BaseModel, ValidationError
 
 from verifier.judge.jsonbody import JsonSafe
 
+from .chunks import Chunks
+
 try:  # optional: the service extra installs it
     import orjson
 
-    def _loads(raw: bytes, on_image: Callable[[str, bytes], None] | None = None) -> Any:
+    def _loads(raw: bytes | list[bytes], on_image: Callable[[str, bytes], None] | None = None) -> Any:
         return lift_data_urls(raw, orjson.loads, on_image, JsonSafe)
 
     JSON_ERRORS: tuple[type[Exception], ...] = (orjson.JSONDecodeError, UnicodeDecodeError)
 except ImportError:  # pragma: no cover - exercised only without the extra
-    def _loads(raw: bytes, on_image: Callable[[str, bytes], None] | None = None) -> Any:
-        return json.loads(raw)
+    def _loads(raw: bytes | list[bytes], on_image: Callable[[str, bytes], None] | None = None) -> Any:
+        return json.loads(raw if isinstance(raw, bytes) else b"".join(raw))
 
     JSON_ERRORS = (json.JSONDecodeError, UnicodeDecodeError)
 
@@ -47,20 +49,19 @@ class BadBody(Exception):
     """The body is no JSON, or not the route's schema (answered 422 invalid_request)."""
 
 
-async def read_body(request: Request) -> bytes:
-    """The whole body (already bounded by `BodyLimit`), joined once; not cached on the request.
-
-    Starlette's stream ends with an empty chunk; it is skipped, so a body that arrives as one
-    message (as `BodyLimit` replays it) is returned as it is instead of copied by a join."""
-    chunks = [chunk async for chunk in request.stream() if chunk]
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)  # none: b""
+async def read_body(request: Request) -> list[bytes]:
+    """The whole body (already bounded by `BodyLimit`) as the chunks it arrived in: the parser reads
+    them in place (`chunks.Chunks`), so a 41 MB body is never copied into one buffer; not cached
+    on the request. (Starlette's stream ends with an empty chunk: left out.)"""
+    return [chunk async for chunk in request.stream() if chunk]
 
 
 _OPEN = b'"data:image/'
 _HEAD = re.compile(rb"data:image/[A-Za-z0-9.+-]{1,40};base64,")
+_HEAD_MAX = 64  # bytes that hold any head `_HEAD` matches
 
 
-def lift_data_urls(raw: bytes, loads: Callable[[bytes], Any],
+def lift_data_urls(raw: bytes | list[bytes], loads: Callable[[bytes], Any],
                    on_image: Callable[[str, bytes], None] | None = None, kind: type[str] = str) -> Any:
     """``loads(raw)``, with each image data URL string made straight from its bytes.
 
@@ -82,67 +83,70 @@ def lift_data_urls(raw: bytes, loads: Callable[[bytes], Any],
     Each lifted text is made as `kind` (a `str` subclass such as `JsonSafe`, which the texts are
     by construction: the service then sends them to the judge without a marked copy).
     """
+    buf = Chunks(raw if isinstance(raw, list) else [raw])
     if b64 is None:
-        return loads(raw)
+        return loads(buf.whole())
     token = f"\x1f{random.getrandbits(64):016x}:"
     quoted = json.dumps(token)[:-1]  # '"\u001f...:' (the control character escaped)
-    view, pos = memoryview(raw), 0
+    pos = 0
     pieces: list[bytes | memoryview] = []
     lifted: list[str] = []
     texts: dict[tuple[int, bytes], list[str]] = {}  # (length, tail) -> distinct texts lifted
-    start = raw.find(_OPEN)
+    start = buf.find(_OPEN)
     while start >= 0:
-        end = raw.find(b'"', start + 1)
+        end = buf.find(b'"', start + 1)
         if end < 0:
             break
-        head = _HEAD.match(raw, start + 1, end)
-        if head is not None and _unescaped(raw, start):
-            text = _lift(raw, view, start, head.end(), end, texts, on_image, kind)
+        head = _HEAD.match(bytes(buf.slice(start + 1, min(end, start + 1 + _HEAD_MAX))))
+        if head is not None and _unescaped(buf, start):
+            text = _lift(buf, start, start + 1 + head.end(), end, texts, on_image, kind)
             if text is not None:
-                pieces += [view[pos:start], f'{quoted}{len(lifted)}"'.encode()]
+                pieces += [buf.slice(pos, start), f'{quoted}{len(lifted)}"'.encode()]
                 lifted.append(text)
                 pos = end + 1
-        start = raw.find(_OPEN, end + 1)
+        start = buf.find(_OPEN, end + 1)
     if not lifted:
-        return loads(raw)
-    pieces.append(view[pos:])
+        return loads(buf.whole())
+    pieces.append(buf.slice(pos, buf.size))
     try:
         data = loads(b"".join(pieces))
     except Exception:  # noqa: BLE001 - the whole body's own error is the one to report
-        return loads(raw)
-    return data if _put_back(data, token, lifted) else loads(raw)
+        return loads(buf.whole())
+    return data if _put_back(data, token, lifted) else loads(buf.whole())
 
 
-def _lift(raw: bytes, view: memoryview, start: int, payload: int, end: int, texts: dict[tuple[int, bytes], list[str]],
+def _lift(buf: Chunks, start: int, payload: int, end: int, texts: dict[tuple[int, bytes], list[str]],
           on_image: Callable[[str, bytes], None] | None, kind: type[str]) -> str | None:
     """The string value between the quotes at `start` and `end` when it can be lifted (see
     `lift_data_urls`), else None. A text equal to one lifted before is that same object; only a
-    new one is validated (decoded) and shown to `on_image`."""
-    key = (end - start, raw[max(end - 64, payload):end])
+    new one is validated (decoded) and shown to `on_image`. The text's bytes are read where they
+    lie (one chunk) or joined once (several), then decoded and copied while in cache."""
+    key = (end - start, bytes(buf.slice(max(end - 64, payload), end)))
+    raw = buf.slice(start + 1, end)
     text = None
     if key in texts:
         try:
-            text = kind(view[start + 1:end], "ascii")
+            text = kind(raw, "ascii")
         except UnicodeDecodeError:
             return None
         for seen in texts[key]:
             if seen == text:
                 return seen
     try:
-        decoded = b64.b64decode(view[payload:end], validate=True)
+        decoded = b64.b64decode(memoryview(raw)[payload - start - 1:], validate=True)
     except (binascii.Error, ValueError):
         return None
-    text = text if text is not None else kind(view[start + 1:end], "ascii")
+    text = text if text is not None else kind(raw, "ascii")
     texts.setdefault(key, []).append(text)
     if on_image is not None:
         on_image(text, decoded)
     return text
 
 
-def _unescaped(raw: bytes, at: int) -> bool:
+def _unescaped(buf: Chunks, at: int) -> bool:
     """The quote at `at` is preceded by an even number of backslashes (a real quote)."""
     k = at
-    while k > 0 and raw[k - 1] == 0x5C:
+    while k > 0 and buf.byte_at(k - 1) == 0x5C:
         k -= 1
     return (at - k) % 2 == 0
 
@@ -168,7 +172,7 @@ def _put_back(data: Any, token: str, lifted: list[str]) -> bool:
     return len(seen) == len(lifted)
 
 
-def parse_json(raw: bytes, on_image: Callable[[str, bytes], None] | None = None) -> Any:
+def parse_json(raw: bytes | list[bytes], on_image: Callable[[str, bytes], None] | None = None) -> Any:
     """The body's JSON (`BadBody` if it is none); `on_image` as in `lift_data_urls`."""
     try:
         return _loads(raw, on_image)

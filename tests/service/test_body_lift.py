@@ -83,7 +83,8 @@ def test_a_body_replayed_in_one_message_is_returned_without_a_copy():
         return next(messages)
 
     request = Request({"type": "http", "method": "POST", "path": "/", "headers": []}, receive)
-    assert asyncio.run(read_body(request)) is raw  # Starlette's trailing b"" once made a 41 MB join
+    (chunk,) = asyncio.run(read_body(request))  # Starlette's trailing b"" once made a 41 MB join
+    assert chunk is raw
     two = iter([{"type": "http.request", "body": b"ab", "more_body": True},
                 {"type": "http.request", "body": b"cd", "more_body": False}])
 
@@ -91,4 +92,49 @@ def test_a_body_replayed_in_one_message_is_returned_without_a_copy():
         return next(two)
 
     assert asyncio.run(read_body(Request({"type": "http", "method": "POST", "path": "/", "headers": []},
-                                         receive_two))) == b"abcd"
+                                         receive_two))) == [b"ab", b"cd"]
+
+
+def split(raw: bytes, sizes: list[int]) -> list[bytes]:
+    """`raw` cut into chunks of the given sizes, cycled."""
+    out, pos, k = [], 0, 0
+    while pos < len(raw):
+        out.append(raw[pos:pos + sizes[k % len(sizes)]])
+        pos += sizes[k % len(sizes)]
+        k += 1
+    return out
+
+
+CUTS = {"one byte": [1], "odd": [7, 3, 11], "head-sized": [12, 64], "uvicorn-like": [65536], "ragged": [5000, 1, 2, 13]}
+
+
+@pytest.mark.parametrize("cut", sorted(CUTS))
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_a_body_in_chunks_parses_as_the_joined_body(name, cut):
+    """The parser reads the chunks a body arrived in without joining them: any cut, even through a
+    data URL's opening quote, its head, an escape or the closing quote, gives the joined body's
+    result (and the same texts and decoded images seen)."""
+    raw = BODIES[name]
+    seen_whole: list[tuple[str, bytes]] = []
+    seen_parts: list[tuple[str, bytes]] = []
+    whole = outcome(lambda r: lift_data_urls(r, orjson.loads, lambda t, d: seen_whole.append((t, d))), raw)
+    parts = outcome(lambda r: lift_data_urls(split(r, CUTS[cut]), orjson.loads,
+                                             lambda t, d: seen_parts.append((t, d))), raw)
+    assert parts == whole == outcome(orjson.loads, raw)
+    assert seen_parts == seen_whole
+
+
+def test_chunks_find_and_slice_agree_with_bytes():
+    from serving.reward_service.chunks import Chunks
+
+    raw = b'ab"data:image/png;base64,QUJD"x\\"data:im' * 3
+    for sizes in ([1], [2, 5], [4096], [3, 1, 9]):
+        buf = Chunks(split(raw, sizes))
+        for sub in (b'"data:image/', b'"', b"QUJD", b"nowhere"):
+            for start in range(0, len(raw) + 2, 3):
+                assert buf.find(sub, start) == raw.find(sub, start), (sizes, sub, start)
+        for a, b in [(0, len(raw)), (3, 40), (10, 11), (5, 5), (len(raw) - 4, len(raw) + 9)]:
+            assert bytes(buf.slice(a, b)) == raw[a:b]
+        assert [buf.byte_at(i) for i in range(len(raw))] == list(raw)
+        assert buf.whole() == raw
+    assert Chunks([]).whole() == b"" and Chunks([]).find(b"x") == -1
