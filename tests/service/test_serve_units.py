@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from types import SimpleNamespace
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 pytest.importorskip("ray.serve")
 pytest.importorskip("fastapi")
 
-from serving.reward_service.affinity import TaskAffinityRouter, owner_index
+from serving.reward_service.affinity import Placement, TaskAffinityRouter, owner_index
 from serving.reward_service.serve_gate import MARKER, ProxyGate, session_header, task_of_body
 
 KEY_ENV = "CUA_TEST_GATE_KEY"
@@ -25,9 +26,12 @@ def _pending(session_id: str) -> SimpleNamespace:
                            routing_context=SimpleNamespace(should_backoff=False))
 
 
-def _choose(replicas: list, pending: SimpleNamespace | None) -> list:
-    # choose_replicas reads nothing of the router's state: called unbound, no cluster needed
-    return asyncio.run(TaskAffinityRouter.choose_replicas(None, replicas, pending))  # type: ignore[arg-type]
+ROUTER = SimpleNamespace(placement=Placement())
+
+
+def _choose(replicas: list, pending: SimpleNamespace | None, router: SimpleNamespace = ROUTER) -> list:
+    # choose_replicas reads only the router's placements: called unbound, no cluster needed
+    return asyncio.run(TaskAffinityRouter.choose_replicas(router, replicas, pending))  # type: ignore[arg-type]
 
 
 def test_router_sends_a_task_to_one_replica_and_waits_for_it():
@@ -48,6 +52,51 @@ def test_router_without_a_key_or_with_one_replica_offers_every_candidate():
     assert _choose(reps, None) == [reps]
     one = _replicas("only")
     assert _choose(one, _pending("task-1")) == [one]
+
+
+def test_new_tasks_are_placed_evenly_and_each_stays_where_it_was_placed():
+    """8 tasks on 2 replicas split 4/4 (hashing alone gave 2/6 in the benchmark), 16 on 3 at most one
+    apart; every later rollout of a task goes where its first went, as long as it is in use."""
+    clock = SimpleNamespace(now=0.0)
+    place = Placement(ttl_s=60, clock=lambda: clock.now)
+    tasks = [f"bench-task-{k}" for k in range(8)]
+    first = {t: place.place(t, ["r-a", "r-b"]) for t in tasks}
+    assert sorted(Counter(first.values()).values()) == [4, 4]
+    for step in range(5):  # rollouts keep coming, interleaved
+        clock.now += 10
+        assert all(place.place(t, ["r-a", "r-b"]) == first[t] for t in reversed(tasks))
+    three = Placement()
+    counts = Counter(three.place(f"t{k}", ["x", "y", "z"]) for k in range(16))
+    assert max(counts.values()) - min(counts.values()) <= 1
+    router = SimpleNamespace(placement=Placement())
+    reps = _replicas("r-a", "r-b")
+    chosen = Counter(_choose(reps, _pending(t), router)[0][0].replica_id.unique_id for t in tasks)
+    assert sorted(chosen.values()) == [4, 4]
+
+
+def test_placements_are_forgotten_after_the_ttl_and_hashing_alone_is_available():
+    clock = SimpleNamespace(now=0.0)
+    place = Placement(ttl_s=60, clock=lambda: clock.now, max_keys=3)
+    for k in range(3):
+        place.place(f"t{k}", ["a", "b"])
+    clock.now = 61
+    place.place("late", ["a", "b"])
+    assert list(place._held) == ["late"]  # the three unused for over a minute are dropped
+    for k in range(10):
+        place.place(f"u{k}", ["a", "b"])
+    assert len(place._held) <= 3 + 1  # bounded
+    pure = Placement(even=False)
+    keys = [f"k{k}" for k in range(50)]
+    assert all(pure.place(k, ["a", "b", "c"]) == ["a", "b", "c"][owner_index(k, ["a", "b", "c"])] for k in keys)
+
+
+def test_a_placed_task_moves_only_when_its_replica_is_gone():
+    place = Placement()
+    keys = [f"t{k}" for k in range(30)]
+    before = {k: place.place(k, ["a", "b", "c"]) for k in keys}
+    after = {k: place.place(k, ["a", "b"]) for k in keys}
+    assert all(after[k] == before[k] for k in keys if before[k] != "c")
+    assert all(after[k] in ("a", "b") for k in keys)
 
 
 def test_owner_moves_only_for_keys_of_a_removed_replica():
