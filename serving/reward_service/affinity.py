@@ -13,8 +13,8 @@ above it). Requests without a key (/health, /metrics) go to the least loaded rep
 
 Where a key goes (`Placement`): replicas are ranked for it by rendezvous hashing (highest sha256 of
 key + replica id), and a key seen for the first time goes to the first in that ranking that holds
-fewer than its even share of the keys in use; once placed it stays there while it is in use (a
-request within `ttl_s`) and its replica is up. Why not the hash alone: with the few tasks of one
+fewer than its even share of the keys in use (with a request in flight); once placed it stays
+there while it is remembered (a request within `ttl_s`) and its replica is up. Why not the hash alone: with the few tasks of one
 GRPO step per replica, hashing is lumpy (8 tasks on 2 replicas split 2/6, and the busy replica set
 the pace: 0.78x of one process here); placed by share they split 4/4. The ranking keeps moves to
 the keys of a replica that comes or goes. The placements live in each proxy's router: with one
@@ -29,6 +29,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 from ray.serve.request_router import PendingRequest, RequestRouter, RunningReplica
 
@@ -41,14 +42,16 @@ def owner_index(key: str, replica_ids: list[str]) -> int:
 class Placement:
     """Task key -> replica id: the rendezvous ranking, each new key on the first replica under its
     even share of the keys in use (see the module docstring). Pure and clock-driven: testable
-    without a cluster."""
+    without a cluster. `started`/`finished` (the router's request hooks) say which keys are in use."""
 
     def __init__(self, *, ttl_s: float = 900.0, even: bool = True, max_keys: int = 100_000,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl_s, self.even, self.max_keys, self.clock = ttl_s, even, max_keys, clock
         self._held: dict[str, tuple[str, float]] = {}  # key -> (replica id, last seen); oldest first
+        self._flight: dict[str, str] = {}  # request id -> key, for requests routed and not finished
+        self._busy: Counter[str] = Counter()  # key -> requests in flight
 
-    def place(self, key: str, replica_ids: list[str]) -> str:
+    def place(self, key: str, replica_ids: list[str], request_id: str | None = None) -> str:
         now = self.clock()
         self._forget(now)
         held = self._held.pop(key, None)
@@ -59,19 +62,33 @@ class Placement:
             rid = ranked[0]
             if self.even:
                 live = set(replica_ids)
-                counts = Counter(r for r, _ in self._held.values() if r in live)
+                counts = Counter(self._held[k][0] for k in self._busy if k in self._held)
+                counts = Counter({r: n for r, n in counts.items() if r in live})
                 share = math.ceil((sum(counts.values()) + 1) / len(replica_ids))
                 rid = next(r for r in ranked if counts[r] < share)
         self._held[key] = (rid, now)  # re-inserted: the dict stays ordered by last use
+        if request_id is not None and request_id not in self._flight:  # a request is chosen for again on backoff
+            self._flight[request_id] = key
+            self._busy[key] += 1
         return rid
 
+    def finished(self, request_id: str) -> None:
+        key = self._flight.pop(request_id, None)
+        if key is not None:
+            self._busy[key] -= 1
+            if self._busy[key] <= 0:
+                del self._busy[key]
+
     def _forget(self, now: float) -> None:
-        """Drop keys unused for `ttl_s` (and the oldest beyond `max_keys`)."""
+        """Drop keys unused for `ttl_s` (and the oldest beyond `max_keys`); requests never reported
+        finished beyond `max_keys` too."""
         while self._held:
             key, (_, seen) = next(iter(self._held.items()))
             if now - seen <= self.ttl_s and len(self._held) <= self.max_keys:
                 break
             del self._held[key]
+        while len(self._flight) > self.max_keys:
+            self.finished(next(iter(self._flight)))
 
 
 def _weight(key: str, rid: str) -> bytes:
@@ -98,4 +115,10 @@ class TaskAffinityRouter(RequestRouter):
         placement = getattr(self, "placement", None)
         if placement is None:
             placement = self.placement = Placement()
-        return [[candidate_replicas[ids.index(placement.place(key, ids))]]]
+        request_id = getattr(getattr(pending_request, "metadata", None), "internal_request_id", None)
+        return [[candidate_replicas[ids.index(placement.place(key, ids, request_id))]]]
+
+    def on_request_completed(self, replica_id: Any, internal_request_id: str) -> None:
+        placement = getattr(self, "placement", None)
+        if placement is not None:
+            placement.finished(internal_request_id)

@@ -21,8 +21,8 @@ def _replicas(*ids: str) -> list:
     return [SimpleNamespace(replica_id=SimpleNamespace(unique_id=i)) for i in ids]
 
 
-def _pending(session_id: str) -> SimpleNamespace:
-    return SimpleNamespace(metadata=SimpleNamespace(session_id=session_id),
+def _pending(session_id: str, request_id: str | None = None) -> SimpleNamespace:
+    return SimpleNamespace(metadata=SimpleNamespace(session_id=session_id, internal_request_id=request_id),
                            routing_context=SimpleNamespace(should_backoff=False))
 
 
@@ -59,19 +59,37 @@ def test_new_tasks_are_placed_evenly_and_each_stays_where_it_was_placed():
     apart; every later rollout of a task goes where its first went, as long as it is in use."""
     clock = SimpleNamespace(now=0.0)
     place = Placement(ttl_s=60, clock=lambda: clock.now)
+    place.place("warm-up", ["r-a", "r-b"], request_id="w")
+    place.finished("w")  # done before the load: no longer counts as load
     tasks = [f"bench-task-{k}" for k in range(8)]
-    first = {t: place.place(t, ["r-a", "r-b"]) for t in tasks}
+    first = {t: place.place(t, ["r-a", "r-b"], request_id=f"{t}/0") for t in tasks}
     assert sorted(Counter(first.values()).values()) == [4, 4]
     for step in range(5):  # rollouts keep coming, interleaved
         clock.now += 10
         assert all(place.place(t, ["r-a", "r-b"]) == first[t] for t in reversed(tasks))
     three = Placement()
-    counts = Counter(three.place(f"t{k}", ["x", "y", "z"]) for k in range(16))
+    counts = Counter(three.place(f"t{k}", ["x", "y", "z"], request_id=f"q{k}") for k in range(16))
     assert max(counts.values()) - min(counts.values()) <= 1
     router = SimpleNamespace(placement=Placement())
     reps = _replicas("r-a", "r-b")
-    chosen = Counter(_choose(reps, _pending(t), router)[0][0].replica_id.unique_id for t in tasks)
+    chosen = Counter(_choose(reps, _pending(t, f"{t}/0"), router)[0][0].replica_id.unique_id for t in tasks)
     assert sorted(chosen.values()) == [4, 4]
+
+
+def test_only_keys_with_requests_in_flight_count_as_load():
+    """Tasks whose requests all finished (an earlier step, a warm-up) weigh nothing: the next batch
+    of new tasks is split evenly again; a request chosen for twice (backoff) counts once."""
+    place = Placement()
+    for k in range(6):  # an earlier step: 6 tasks, all on whatever replicas, all finished
+        place.place(f"old-{k}", ["a", "b"], request_id=f"old/{k}")
+        place.finished(f"old/{k}")
+    new = [place.place(f"new-{k}", ["a", "b"], request_id=f"n/{k}") for k in range(4)]
+    assert sorted(Counter(new).values()) == [2, 2]
+    place.place("new-0", ["a", "b"], request_id="n/0")  # the same request again
+    assert place._busy["new-0"] == 1
+    place.finished("n/0")
+    place.finished("n/0")  # reported twice: no harm
+    assert "new-0" not in place._busy
 
 
 def test_placements_are_forgotten_after_the_ttl_and_hashing_alone_is_available():
