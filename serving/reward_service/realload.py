@@ -199,15 +199,25 @@ class CpuShares:
         self.machine = psutil.cpu_times()
 
     def cores(self, *, service_cpu: float) -> dict[str, float]:
+        """Cores used (CPU seconds per wall second) by each part; "stolen" is time the hypervisor
+        gave to other guests (a VM's noise), "idle" what was left."""
         wall = max(time.monotonic() - self.start, 1e-9)
-        now = psutil.cpu_times()
-        idle = (now.idle + getattr(now, "iowait", 0.0)) - (self.machine.idle + getattr(self.machine, "iowait", 0.0))
-        total = sum(now) - sum(self.machine)
-        busy = (total - idle) / total * (psutil.cpu_count() or 1) if total > 0 else 0.0
+        now, n = psutil.cpu_times(), psutil.cpu_count() or 1
+
+        def delta(field: str) -> float:
+            return getattr(now, field, 0.0) - getattr(self.machine, field, 0.0)
+
+        # guest time is already inside user time: not counted twice
+        total = sum(delta(f) for f in now._fields if f not in ("guest", "guest_nice"))
+        if total <= 0:
+            return {}
+        idle, stolen = delta("idle") + delta("iowait"), delta("steal")
+        busy = (total - idle - stolen) / total * n
         out = {"service": service_cpu / wall}
         out.update({k: (sum(p.cpu_times()[:2]) - self.own[k]) / wall for k, p in self.procs.items()})
         out["other"] = max(0.0, busy - sum(out.values()))
-        out["idle"] = max(0.0, (psutil.cpu_count() or 1) - busy)
+        out["stolen"] = stolen / total * n
+        out["idle"] = idle / total * n
         return {k: round(v, 2) for k, v in out.items()}
 
 
