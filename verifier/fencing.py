@@ -119,6 +119,8 @@ def _defuse_tags(text: str) -> str:
     view, spans = _detection_view(text)
     if not _OPENERS.search(view):
         return text
+    if spans is None:
+        spans = [(i, i + 1) for i in range(len(text))]
     parts: list[str] = []
     pos = 0  # in `text`
     for m in _OPENERS.finditer(view):
@@ -139,13 +141,14 @@ def _invisible(ch: str) -> bool:
     return unicodedata.category(ch) in ("Cf", "Mn", "Me")
 
 
-def _detection_view(text: str) -> tuple[str, list[tuple[int, int]]]:
+def _detection_view(text: str) -> tuple[str, list[tuple[int, int]] | None]:
     """`text` as a reader takes it, for detection only: escaped brackets and slashes unescaped
     (`%3C`, `\\u003c`, `&amp;lt;`) and invisible characters (zero-width, bidi controls, combining
     marks) dropped, however many there are; with the (start, end) in `text` of each character of
-    the view, so a tag found in the view is replaced in the original."""
+    the view, so a tag found in the view is replaced in the original. None when the view is the
+    text itself (plain ASCII: the common case, and a list of a tuple per character is not free)."""
     if text.isascii() and "%" not in text and "\\" not in text and "&" not in text:
-        return text, [(i, i + 1) for i in range(len(text))]
+        return text, None
     chars: list[str] = []
     spans: list[tuple[int, int]] = []
     i = 0
