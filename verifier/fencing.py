@@ -137,6 +137,9 @@ def _defuse_tags(text: str) -> str:
     return "".join(parts)
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
 def _invisible(ch: str) -> bool:
     return unicodedata.category(ch) in ("Cf", "Mn", "Me")
 
@@ -147,7 +150,8 @@ def _detection_view(text: str) -> tuple[str, list[tuple[int, int]] | None]:
     marks) dropped, however many there are; with the (start, end) in `text` of each character of
     the view, so a tag found in the view is replaced in the original. None when the view is the
     text itself (plain ASCII: the common case, and a list of a tuple per character is not free)."""
-    if text.isascii() and "%" not in text and "\\" not in text and "&" not in text:
+    if "%" not in text and "\\" not in text and "&" not in text and (
+            text.isascii() or not any(_invisible(m.group()) for m in _NON_ASCII.finditer(text))):
         return text, None
     chars: list[str] = []
     spans: list[tuple[int, int]] = []
