@@ -278,3 +278,26 @@ async def test_a_soft_stage_cancelled_before_it_starts_leaves_no_never_awaited_c
         gc.collect()
     assert calls == []
     assert not [w for w in caught if "never awaited" in str(w.message)]
+
+
+async def test_relevance_calls_share_one_rendered_prefix_without_the_history(monkeypatch):
+    """The relevance fan-out (one call per screenshot) renders its shared block once per rubric,
+    not once per call, and the block carries no action history."""
+    from verifier import rendering
+    from verifier.stages import base
+
+    calls: list[bool] = []
+    real = rendering.shared_context
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("with_history", True))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(base, "shared_context", counted)
+    judge = ScriptedJudge()
+    await verify(make_traj(5), judge=judge)
+    relevance = judge.requests_for("relevance")
+    assert len(relevance) >= 3
+    texts = [r.messages[1].content[0].text for r in relevance]
+    assert all(t is texts[0] for t in texts) and "## Action history" not in texts[0]
+    assert calls.count(False) == 1

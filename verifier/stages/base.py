@@ -120,6 +120,14 @@ class Run:
     history_cut: int = 0  # the most compressed history a call was sent (for result.history)
     trims: dict[tuple[str, tuple[str, ...]], CallTrim] = field(default_factory=dict)
     _shared_at: dict[int, str] = field(default_factory=dict)
+    _bare: tuple[Rubric | None, str] | None = None
+
+    def shared_bare(self) -> str:
+        """The shared context without the action history (the relevance fan-out's: one call per
+        screenshot), rendered once per rubric instead of once per call."""
+        if self._bare is None or self._bare[0] is not self.rubric:
+            self._bare = (self.rubric, shared_context(self.traj, self.cfg, self.rubric, with_history=False))
+        return self._bare[1]
 
     def shared_at(self, cut: int) -> str:
         """The shared context with the history compressed to `cut` (rendered once per level)."""

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from ..cache import key_of
 from ..narrowing import for_call
-from ..rendering import image_part, shared_context
+from ..rendering import image_part
 from ..schemas import RelevanceBatch
 from .base import Run
 from .rubric import judge_identity
@@ -34,7 +34,7 @@ async def _score(r: Run, numbers: tuple[int, ...], depth: int) -> dict[int, Row]
     assert r.rubric is not None
     model = for_call(RelevanceBatch, r.rubric.ids(), numbers)
     reply = await r.ask(STAGE, "relevance.system.j2", model, depth=depth,
-                        shared=shared_context(r.traj, r.cfg, r.rubric, with_history=False),
+                        shared=r.shared_bare(),
                         per_call=per_call_text(numbers),
                         images=[image_part(r.traj, n, coarse=True) for n in numbers])
     return {row.screenshot: {s.criterion_id: s.score for s in row.scores} for row in reply.rows}
