@@ -68,6 +68,18 @@ def prompt_info(name: str) -> PromptInfo:
 
 
 def render(name: str, **variables: object) -> RenderedPrompt:
-    """Render template `name` with StrictUndefined (a missing variable is an error, not "")."""
+    """Render template `name` with StrictUndefined (a missing variable is an error, not "").
+    A template rendered with no variables is rendered once per process (`render_plain`)."""
+    if not variables:
+        return render_plain(name)
     text = _env().get_template(name).render(**variables).strip()
+    return RenderedPrompt(text=text, info=prompt_info(name))
+
+
+@cache
+def render_plain(name: str) -> RenderedPrompt:
+    """`render(name)` with no variables: the same text every time, so rendered once (a stage's
+    instructions are rendered for each of its calls: 50 per verification at M = 50). Callers must
+    not mutate the returned prompt."""
+    text = _env().get_template(name).render().strip()
     return RenderedPrompt(text=text, info=prompt_info(name))

@@ -146,3 +146,26 @@ async def test_every_prompt_used_is_recorded_with_its_version_and_hash():
         source = by_id[info.id].read_text(encoding="utf-8")
         assert info.sha256 == hashlib.sha256(source.encode()).hexdigest()
         assert f"version: {info.version} " in source
+
+
+def test_a_template_without_variables_is_rendered_once_per_process(monkeypatch):
+    """A stage's instructions (no variables) were rendered by Jinja for each of its calls."""
+    from verifier import prompts
+
+    prompts.render_plain.cache_clear()
+    renders: list[str] = []
+    real = prompts._env().get_template
+
+    def counted(name):
+        renders.append(name)
+        return real(name)
+
+    monkeypatch.setattr(prompts._env(), "get_template", counted)
+    first = prompts.render("relevance.system.j2")
+    assert prompts.render("relevance.system.j2") is first and renders == ["relevance.system.j2"]
+    assert first.text and first.info == prompts.prompt_info("relevance.system.j2")
+    prompts.render("context.user.j2", task="t", start_url=None, rubric=None, history=None, history_note="",
+                   status="", run_date=None, final_answer=None, n_screenshots=1)
+    prompts.render("context.user.j2", task="t", start_url=None, rubric=None, history=None, history_note="",
+                   status="", run_date=None, final_answer=None, n_screenshots=1)
+    assert renders.count("context.user.j2") == 2  # with variables: rendered every time
