@@ -12,6 +12,7 @@ RSS (all its processes), CPU seconds per verification, throughput, and the machi
     python recipes/benchmark_service.py --real -m 20 --n 64 --clients 64
     python recipes/benchmark_service.py --real -m 50 --n 32 --clients 32 -- --max-inflight-mb 256
     python recipes/benchmark_service.py --real -m 20 --n 64 --clients 32 --replicas 2   # Ray Serve
+    python recipes/benchmark_service.py --real -m 50 --n 64 --clients 32 --warmup 1 --repeat 5  # median of 5
 """
 from __future__ import annotations
 
@@ -43,14 +44,22 @@ def main(argv: list[str] | None = None) -> int:
                    "task affinity; 1: the single process)")
     p.add_argument("--warmup", type=int, default=0, help="--real: rollouts verified before the clocks start "
                    "(one-time work of the process left out of CPU per verification)")
+    p.add_argument("--repeat", type=int, default=1, help="--real: runs, each against a fresh service; "
+                   "prints each run's line, then the median and range of each figure (one run is noisy: "
+                   "+/-10-20%% on a shared or virtual machine)")
     p.add_argument("service_args", nargs="*", help="extra serve-reward options (after --)")
     a = p.parse_args(argv)
     if a.real:
-        from serving.reward_service.realload import real_run
+        from serving.reward_service.realload import real_run, summarize
 
-        print(json.dumps(real_run(m=a.m, n=a.n, group=a.group, clients=a.clients, latency_s=a.latency,
-                                  after_s=a.after_s, warmup=a.warmup, service_args=[*a.service_args, *(
-                                      ["--replicas", str(a.replicas)] if a.replicas > 1 else [])])))
+        runs = []
+        for _ in range(max(1, a.repeat)):
+            runs.append(real_run(m=a.m, n=a.n, group=a.group, clients=a.clients, latency_s=a.latency,
+                                 after_s=a.after_s, warmup=a.warmup, service_args=[*a.service_args, *(
+                                     ["--replicas", str(a.replicas)] if a.replicas > 1 else [])]))
+            print(json.dumps(runs[-1]), flush=True)
+        if len(runs) > 1:
+            print(json.dumps({"summary": summarize(runs)}))
         return 0
     with LoopbackJudge(latency_s=a.latency, fault_rate=a.faults) as judge, tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp, "cfg.json")

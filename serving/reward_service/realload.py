@@ -186,6 +186,26 @@ def start_service(judge_url: str, extra: list[str], *, env: dict[str, str] | Non
     return proc, line.split(" at ", 1)[1].split()[0]
 
 
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median, min and max over `real_run` results of the figures that move from run to run (CPU
+    per verification, throughput, peak and after-load RSS). Why: one run on a shared or virtual
+    machine moves by 10-20%, more than many a change it is meant to judge."""
+    def stats(values: list[float]) -> dict[str, float]:
+        ordered = sorted(values)
+        mid = len(ordered) // 2
+        median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+        return {"median": round(median, 3), "min": ordered[0], "max": ordered[-1]}
+
+    after = next((k for k in runs[0]["rss_mb"] if k.startswith("after_")), None)
+    out: dict[str, Any] = {"runs": len(runs),
+                           "cpu_s_per_verification": stats([r["cpu_s_per_verification"] for r in runs]),
+                           "per_minute": stats([r["per_minute"] for r in runs]),
+                           "rss_peak_mb": stats([r["rss_mb"]["peak"] for r in runs])}
+    if after is not None:
+        out[f"rss_{after}_mb"] = stats([r["rss_mb"][after] for r in runs])
+    return out
+
+
 class CpuShares:
     """Where the machine's CPU went during a load, in cores (CPU seconds over wall seconds): the
     service, the benchmark's own client and loopback judge, and everything else. Why: on a small
