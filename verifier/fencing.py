@@ -149,7 +149,8 @@ def _detection_view(text: str) -> tuple[str, list[tuple[int, int]] | None]:
     (`%3C`, `\\u003c`, `&amp;lt;`) and invisible characters (zero-width, bidi controls, combining
     marks) dropped, however many there are; with the (start, end) in `text` of each character of
     the view, so a tag found in the view is replaced in the original. None when the view is the
-    text itself (plain ASCII: the common case, and a list of a tuple per character is not free)."""
+    text itself (no escape and no invisible character: the common case, and a list of a tuple per
+    character is not free)."""
     if "%" not in text and "\\" not in text and "&" not in text and (
             text.isascii() or not any(_invisible(m.group()) for m in _NON_ASCII.finditer(text))):
         return text, None

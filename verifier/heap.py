@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import logging
 from functools import lru_cache
+
+log = logging.getLogger(__name__)
 
 #: glibc's mallopt parameters (malloc.h).
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_MMAP_MAX, M_ARENA_MAX = -1, -3, -4, -8
@@ -35,13 +38,14 @@ def glibc() -> ctypes.CDLL | None:
 
 
 def bound_heap(*, mmap_threshold: int, arenas: int, trim_threshold: int | None = None,
-               map_large: bool = True) -> bool:
+               map_large: bool = True, who: str = "this process") -> bool:
     """Blocks of at least `mmap_threshold` bytes mapped (and unmapped on free) on their own, at most
     `arenas` heaps, and, when given, heap tops over `trim_threshold` returned on free; True when
     every setting took. `map_large=False` maps no block on its own at all (each comes from an
     arena and is reused there; glibc still maps one that no heap can hold): for a process that
     returns its free pages with `trim` when idle. For this process from now on: call it before
-    worker threads start (an arena is made per thread on its first allocation)."""
+    worker threads start (an arena is made per thread on its first allocation). A refusal by
+    glibc is logged, naming `who`."""
     libc = glibc()
     if libc is None:
         return False
@@ -50,7 +54,10 @@ def bound_heap(*, mmap_threshold: int, arenas: int, trim_threshold: int | None =
         settings.append((M_TRIM_THRESHOLD, trim_threshold))
     if not map_large:
         settings.append((M_MMAP_MAX, 0))
-    return all(bool(libc.mallopt(param, value)) for param, value in settings)
+    ok = all(bool(libc.mallopt(param, value)) for param, value in settings)
+    if not ok:
+        log.warning("mallopt refused the heap settings of %s: its memory may stay high after loads", who)
+    return ok
 
 
 def trim() -> bool:

@@ -70,10 +70,7 @@ def prompt_info(name: str) -> PromptInfo:
 def render(name: str, **variables: object) -> RenderedPrompt:
     """Render template `name` with StrictUndefined (a missing variable is an error, not "").
     A template rendered with no variables is rendered once per process (`render_plain`)."""
-    if not variables:
-        return render_plain(name)
-    text = _env().get_template(name).render(**variables).strip()
-    return RenderedPrompt(text=text, info=prompt_info(name))
+    return _rendered(name, variables) if variables else render_plain(name)
 
 
 @cache
@@ -81,5 +78,9 @@ def render_plain(name: str) -> RenderedPrompt:
     """`render(name)` with no variables: the same text every time, so rendered once (a stage's
     instructions are rendered for each of its calls: 50 per verification at M = 50). Callers must
     not mutate the returned prompt."""
-    text = _env().get_template(name).render().strip()
+    return _rendered(name, {})
+
+
+def _rendered(name: str, variables: dict[str, object]) -> RenderedPrompt:
+    text = _env().get_template(name).render(**variables).strip()
     return RenderedPrompt(text=text, info=prompt_info(name))

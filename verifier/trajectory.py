@@ -276,7 +276,7 @@ class Screenshot(BaseModel):
         decodes the data URL again if anything still asks for them (a resize).
         """
         if self.data_url is not None and self._raw is not None:
-            _ = (self.sha256, self.mime(), self.size())  # computed and kept before the bytes go
+            self.known()  # computed and kept before the bytes go
             self._raw = None
 
     def known(self) -> KnownImage:

@@ -34,15 +34,21 @@ from typing import Any
 from ray.serve.request_router import PendingRequest, RequestRouter, RunningReplica
 
 
+def ranking(key: str, replica_ids: list[str]) -> list[str]:
+    """The replica ids, best first, for `key`: rendezvous hashing (highest sha256 of key + id)."""
+    return sorted(replica_ids, key=lambda r: hashlib.sha256(f"{key}\x00{r}".encode()).digest(), reverse=True)
+
+
 def owner_index(key: str, replica_ids: list[str]) -> int:
-    """Index of the replica (by its stable id) that owns `key`: rendezvous hashing."""
-    return max(range(len(replica_ids)), key=lambda i: _weight(key, replica_ids[i]))
+    """Index of the replica that owns `key` by the hash alone (the first of its `ranking`)."""
+    return replica_ids.index(ranking(key, replica_ids)[0])
 
 
 class Placement:
     """Task key -> replica id: the rendezvous ranking, each new key on the first replica under its
     even share of the keys in use (see the module docstring). Pure and clock-driven: testable
-    without a cluster. `started`/`finished` (the router's request hooks) say which keys are in use."""
+    without a cluster. `place(..., request_id)` and `finished` (the router's choice and its
+    completion hook) say which keys are in use."""
 
     def __init__(self, *, ttl_s: float = 900.0, even: bool = True, max_keys: int = 100_000,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -58,12 +64,11 @@ class Placement:
         if held is not None and held[0] in replica_ids:
             rid = held[0]
         else:
-            ranked = sorted(replica_ids, key=lambda r: _weight(key, r), reverse=True)
+            ranked = ranking(key, replica_ids)
             rid = ranked[0]
             if self.even:
                 live = set(replica_ids)
-                counts = Counter(self._held[k][0] for k in self._busy if k in self._held)
-                counts = Counter({r: n for r, n in counts.items() if r in live})
+                counts = Counter(r for r, _ in (self._held[k] for k in self._busy if k in self._held) if r in live)
                 share = math.ceil((sum(counts.values()) + 1) / len(replica_ids))
                 rid = next(r for r in ranked if counts[r] < share)
         self._held[key] = (rid, now)  # re-inserted: the dict stays ordered by last use
@@ -89,10 +94,6 @@ class Placement:
             del self._held[key]
         while len(self._flight) > self.max_keys:
             self.finished(next(iter(self._flight)))
-
-
-def _weight(key: str, rid: str) -> bytes:
-    return hashlib.sha256(f"{key}\x00{rid}".encode()).digest()
 
 
 def routing_key(pending_request: PendingRequest | None) -> str | None:

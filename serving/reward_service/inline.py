@@ -24,8 +24,8 @@ from verifier.trajectory import MAX_SCREENSHOT_BYTES, KnownImage, Screenshot
 class DecodedImages:
     """`on_image` for `body.read_model`, then `apply` to the request's screenshots. Identity,
     not equality, links a text to its facts: the parsed trajectory holds the parser's own string
-    objects (pydantic keeps an exact `str` as it is), and looking a megabyte of text up by value
-    would hash it."""
+    objects (`Screenshot.data_url` keeps a string as given), and looking a megabyte of text up by
+    value would hash it."""
 
     def __init__(self) -> None:
         self._facts: dict[int, tuple[str, KnownImage]] = {}

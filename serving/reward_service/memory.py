@@ -17,19 +17,15 @@ memory, paid for with a page fault per 4 KiB on first touch, on every request. W
 over 256 KiB mapped, a copy of a 1.5 MB data URL cost 1.0 ms instead of 0.25 ms, and at M = 50 the
 service took ~30,000 page faults a second (~430,000 in a 14 s profile window): the 41 MB body of
 each request alone is 10,500. From the arenas, those buffers are reused while a load lasts (34,000
-faults in the same window, a fifth less system time); heap tops over `TRIM_THRESHOLD` still go back
+faults in the same window; system time 1.0 s against 1.7-1.8 s); heap tops over `TRIM_THRESHOLD` still go back
 on free, and the idle `trim` returns the rest, so RSS after a load is what it was (~360 MB after 64
 M = 20 rollouts, `recipes/benchmark_service.py --real`), and the byte budget bounds the peak.
 """
 from __future__ import annotations
 
-import logging
-
-from verifier.heap import bound_heap, glibc, trim
+from verifier.heap import bound_heap, trim
 
 __all__ = ["ARENA_MAX", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "trim", "tune_allocator"]
-
-log = logging.getLogger(__name__)
 
 #: The mmap threshold, fixed (so glibc never raises it); with no block mapped on its own it only
 #: matters where glibc must map one anyway (a block no heap can hold).
@@ -43,8 +39,5 @@ ARENA_MAX = 2
 def tune_allocator(*, mmap_threshold: int = MMAP_THRESHOLD, arena_max: int = ARENA_MAX) -> bool:
     """Set glibc's mmap threshold, arena cap and trim threshold, and map no block on its own, for
     this process (`verifier.heap`); True when they took effect. Call it before worker threads start."""
-    ok = bound_heap(mmap_threshold=mmap_threshold, arenas=arena_max, trim_threshold=TRIM_THRESHOLD,
-                    map_large=False)
-    if not ok and glibc() is not None:
-        log.warning("mallopt refused the service's allocator settings; memory may stay high after loads")
-    return ok
+    return bound_heap(mmap_threshold=mmap_threshold, arenas=arena_max, trim_threshold=TRIM_THRESHOLD,
+                      map_large=False, who="the reward service")

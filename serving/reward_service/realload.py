@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 import threading
 import time
 from dataclasses import dataclass, field
@@ -191,10 +192,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     per verification, throughput, peak and after-load RSS). Why: one run on a shared or virtual
     machine moves by 10-20%, more than many a change it is meant to judge."""
     def stats(values: list[float]) -> dict[str, float]:
-        ordered = sorted(values)
-        mid = len(ordered) // 2
-        median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-        return {"median": round(median, 3), "min": ordered[0], "max": ordered[-1]}
+        return {"median": round(statistics.median(values), 3), "min": min(values), "max": max(values)}
 
     after = next((k for k in runs[0]["rss_mb"] if k.startswith("after_")), None)
     out: dict[str, Any] = {"runs": len(runs),

@@ -21,12 +21,9 @@ Both are per actor process: the driver, the local loop and the reward service ar
 """
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from .. import heap
-
-log = logging.getLogger(__name__)
 
 #: An actor's image cache in MB when the judge configuration sets no `image_cache_mb`.
 ACTOR_IMAGE_CACHE_MB = 64.0
@@ -44,7 +41,4 @@ def actor_settings(settings: Any) -> Any:
 def bound_heap(mmap_threshold: int = 1 << 20, arenas: int = 2) -> bool:
     """Make glibc return large freed blocks at once and keep at most `arenas` heaps (this process,
     from now on; `verifier.heap`). False where the C library is not glibc (nothing changes there)."""
-    ok = heap.bound_heap(mmap_threshold=mmap_threshold, arenas=arenas)
-    if not ok and heap.glibc() is not None:
-        log.warning("mallopt refused the actor's heap bounds: its memory is not bounded by them")
-    return ok
+    return heap.bound_heap(mmap_threshold=mmap_threshold, arenas=arenas, who="a scoring actor")

@@ -42,10 +42,6 @@ def dumps_body(body: dict[str, Any]) -> bytes:
     return b"".join(body_pieces(body))
 
 
-class _Plain(Exception):
-    """The skeleton holds a value orjson would write differently from ``json`` (see `_skeleton`)."""
-
-
 def body_pieces(body: dict[str, Any]) -> list[bytes]:
     """`dumps_body(body)` as the list of pieces it joins: the HTTP client writes them one after
     the other (`http.PiecesPayload`), so a request of many screenshots is never copied into one
