@@ -34,7 +34,7 @@ from verifier.trajectory import Screenshot, Trajectory
 from .budget import ByteBudget
 from .config import ServiceConfig
 from .inline import DecodedImages
-from .memory import trim
+from .memory import release
 from .metrics import CountingJudge, ServiceMetrics
 from .models import ItemResult
 from .queue import AdmissionQueue
@@ -208,10 +208,11 @@ class RewardService:
         return self._answer(Outcome(error=DeadlineExceeded(f"not verified within the {timeout:g}s deadline")))
 
     def _idle_trim(self) -> None:
-        """When the last verification ends, hand freed heap memory back (in a worker thread)."""
+        """When the last verification ends, collect its garbage and hand freed heap memory back (in a
+        worker thread; `memory.release`)."""
         if self.queue.depth == 0 and not self._trimming:
             self._trimming = True
-            fut = asyncio.get_running_loop().run_in_executor(None, trim)
+            fut = asyncio.get_running_loop().run_in_executor(None, release)
             fut.add_done_callback(lambda _f: setattr(self, "_trimming", False))
 
     def answer_error(self, error: BaseException) -> ItemResult:

@@ -21,7 +21,7 @@ from verifier.settings import RewardSettings
 from .app import create_app, local_health
 from .config import ServiceConfig
 from .core import RewardService
-from .memory import tune_allocator
+from .memory import settle_gc, tune_allocator
 from .serve_board import Board
 from .serve_gate import REPLICA_HEADER
 
@@ -39,6 +39,7 @@ class RewardReplica:
             "health": local_health(service), "metrics": generate_latest(service.metrics.registry).decode()},
             on_drain=service.drain)
         service.board.start()  # Ray Serve runs __init__ inside its event loop
+        settle_gc()
 
     def __serve_build_asgi_app__(self) -> Any:
         app, tag = self.asgi, (REPLICA_HEADER, self.replica.encode())

@@ -19,7 +19,7 @@ from verifier.settings import RewardSettings
 from .app import create_app
 from .config import ServiceConfig
 from .core import RewardService
-from .memory import tune_allocator
+from .memory import settle_gc, tune_allocator
 
 
 class _Server(uvicorn.Server):
@@ -58,5 +58,6 @@ def serve(settings: RewardSettings, config: ServiceConfig, *, log_level: str = "
     app = create_app(settings, config, service)
     uv = uvicorn.Config(app, host=config.host, port=config.port, log_level=log_level, access_log=False,
                         timeout_graceful_shutdown=int(config.grace_s) + 5, lifespan="off")
+    settle_gc()  # the service is built: freeze it out of the collector's walks (see memory.py)
     _Server(uv, service).run()
     return 0

@@ -3,6 +3,7 @@ uncached path gives (same schema, same validation, same request), and is keyed b
 from __future__ import annotations
 
 import asyncio
+import enum
 import io
 import socket
 import time
@@ -25,6 +26,10 @@ from verifier.perf.figures import image_placeholder
 from verifier.perf.latency_judge import LatencyJudge
 from verifier.schemas import EvidenceBatch, RelevanceBatch, Rescoring, TaskValidity
 from verifier.trajectory import Screenshot
+
+
+class _Shade(str, enum.Enum):
+    dark = "dark"
 
 
 def cold(base, ids, shots=()):
@@ -300,7 +305,9 @@ def test_prepare_images_skips_unreadable_shots_and_respects_the_cache_size():
 
 
 @pytest.mark.parametrize("value", [2.5e-7, 1e16, 1.5, -0.0, 2**64 + 1, {1: "int key"}, "lone \ud800",
-                                   {"nested": [(1, 2), {"k": [0.1, 3e-9]}]}, "\x7f \u2028 \x00 \U0001f600"])
+                                   {"nested": [(1, 2), {"k": [0.1, 3e-9]}]}, "\x7f \u2028 \x00 \U0001f600",
+                                   float("nan"), [1.0, float("inf")], [True, None, 0], _Shade.dark,
+                                   {"deep": [{"n": 1e-5}, {"m": [[2e20]]}]}])
 def test_skeleton_bytes_are_the_sdks_for_values_orjson_spells_otherwise(value):
     """The fast serialiser is used only where its bytes are json's: exponent floats, big ints,
     non-string keys and lone surrogates go through json (whose error, if any, is the SDK's)."""
@@ -313,3 +320,26 @@ def test_skeleton_bytes_are_the_sdks_for_values_orjson_spells_otherwise(value):
             dumps_body(body)
     else:
         assert dumps_body(body) == expected
+
+
+def test_reply_budget_walks_each_schema_object_once_and_never_answers_for_another(monkeypatch):
+    """The worst-case walk is remembered by schema object: the same object is walked once, an
+    equal-looking new object with another bound gets its own answer."""
+    from verifier.judge import schema as schema_mod
+
+    walks = []
+    real = schema_mod.worst_case_chars
+    monkeypatch.setattr(schema_mod, "worst_case_chars", lambda s: walks.append(s) or real(s))
+
+    def budget(s):
+        return schema_mod.reply_token_budget(s, floor=1, cap=10_000)
+
+    short = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 40}}, "required": ["a"],
+             "additionalProperties": False}
+    first = budget(short)
+    assert budget(short) == first and sum(w is short for w in walks) == 1
+    longer = {**short, "properties": {"a": {"type": "string", "maxLength": 4000}}}
+    assert budget(longer) > first and sum(w is longer for w in walks) == 1
+    for _ in range(schema_mod._WORST_CASE_SIZE + 5):  # bounded: old entries go
+        budget({"type": "integer", "minimum": 0, "maximum": 9})
+    assert len(schema_mod._WORST_CASE) <= schema_mod._WORST_CASE_SIZE

@@ -113,6 +113,7 @@ def _check(data: bytes) -> str | None:
 
 
 _U32 = struct.Struct(">I").unpack_from
+_CHUNK_HEAD = struct.Struct(">I4s").unpack_from  # a chunk's length and name
 
 
 def png_chunks_sound(data: bytes, start: int) -> bool:
@@ -123,11 +124,14 @@ def png_chunks_sound(data: bytes, start: int) -> bool:
     asks PIL, so the verdict and its reason stay PIL's."""
     view, end, pos = memoryview(data), len(data), start
     while pos + 8 <= end:
-        stop = pos + 8 + _U32(data, pos)[0]
-        kind = data[pos + 4:pos + 8]
-        if kind == b"IEND":
-            return True
-        if not kind.isalnum() or stop + 4 > end or crc32(view[pos + 4:stop]) != _U32(data, stop)[0]:
+        length, kind = _CHUNK_HEAD(data, pos)
+        stop = pos + 8 + length
+        if kind != b"IDAT":  # nearly every chunk is one: its name needs no further check
+            if kind == b"IEND":
+                return True
+            if not kind.isalnum():
+                return False
+        if stop + 4 > end or crc32(view[pos + 4:stop]) != _U32(data, stop)[0]:
             return False
         pos = stop + 4
     return False

@@ -24,6 +24,10 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     orjson = None  # type: ignore[assignment]
 
 
+#: Types `body_pieces` passes through as they are (no image, no float to check).
+_LEAVES = frozenset({str, int, bool, type(None)})
+
+
 class JsonSafe(str):
     """A string that needs no JSON escaping (ASCII, no ``"``, ``\\`` or control characters).
 
@@ -59,17 +63,24 @@ def body_pieces(body: dict[str, Any]) -> list[bytes]:
     def swap(node: Any) -> Any:
         nonlocal plain
         kind = type(node)
+        if kind in _LEAVES:  # most nodes (the exact types first: a walk per judge request)
+            return node
+        if kind is dict:
+            return {k: v if type(v) in _LEAVES else swap(v) for k, v in node.items()}
+        if kind is list:
+            return [v if type(v) in _LEAVES else swap(v) for v in node]
         if kind is JsonSafe:
             safe.append(node)
             return f"{token}{len(safe) - 1}"
-        if isinstance(node, dict):
-            return {k: swap(v) for k, v in node.items()}
-        if isinstance(node, (list, tuple)):
-            return [swap(v) for v in node]
         if kind is float:
             if not math.isfinite(node):
                 raise ValueError(f"Out of range float values are not JSON compliant: {node!r}")
             plain = plain or "e" in repr(node)  # orjson writes 2.5e-7 where json writes 2.5e-07
+            return node
+        if isinstance(node, dict):
+            return {k: swap(v) for k, v in node.items()}
+        if isinstance(node, (list, tuple)):
+            return [swap(v) for v in node]
         return node
 
     skeleton = _skeleton(swap(body), plain)

@@ -46,6 +46,8 @@ import json
 import logging
 import math
 import re
+import threading
+from collections import OrderedDict
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -360,6 +362,30 @@ def worst_case_chars(schema: dict[str, Any]) -> int | None:
     return {"boolean": 5, "null": 4}.get(kind or "", None)
 
 
+#: `worst_case_chars` of the schemas seen last, by identity (each held, so its id stays its own):
+#: the stages ask with the same schema object (`json_schema_for` caches it per class) on every
+#: call, and walking it cost ~50 us per judge request.
+_WORST_CASE: OrderedDict[int, tuple[dict[str, Any], int | None]] = OrderedDict()
+_WORST_CASE_SIZE = 256
+_worst_case_lock = threading.Lock()
+
+
+def _worst_case_of(schema: dict[str, Any]) -> int | None:
+    """`worst_case_chars(schema)`, remembered for the last schema objects seen. A schema is not
+    changed once built (`json_schema_for` hands out one object per class to every caller)."""
+    with _worst_case_lock:
+        hit = _WORST_CASE.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            _WORST_CASE.move_to_end(id(schema))
+            return hit[1]
+    chars = worst_case_chars(schema)
+    with _worst_case_lock:
+        _WORST_CASE[id(schema)] = (schema, chars)
+        while len(_WORST_CASE) > _WORST_CASE_SIZE:
+            _WORST_CASE.popitem(last=False)
+    return chars
+
+
 def reply_token_budget(schema: dict[str, Any], *, floor: int, cap: int, room: int | None = None) -> int:
     """``max_tokens`` for one call: the worst-case reply of `schema` in tokens, plus a margin,
     at most `cap`, never below `floor` (the configured ``Sampling.max_tokens``), and never above
@@ -367,7 +393,7 @@ def reply_token_budget(schema: dict[str, Any], *, floor: int, cap: int, room: in
 
     An unbounded schema has no worst case: it gets `cap` (or `floor` if larger).
     """
-    chars = worst_case_chars(schema)
+    chars = _worst_case_of(schema)
     need = cap if chars is None else -(-chars // CHARS_PER_TOKEN) + TOKEN_MARGIN
     size = max(floor, min(cap, need))
     return size if room is None else min(size, room)
