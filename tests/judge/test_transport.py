@@ -59,6 +59,38 @@ async def test_5xx_exhausted_raises_unavailable_with_usage(server, caplog):
     await judge.aclose()
 
 
+async def test_retries_walk_the_backoff_ladder_and_number_their_attempts(server, caplog):
+    """The first attempt runs outside the retry loop, later ones inside it: the warnings still
+    count 1..N of the limit, and the waits still double from the first failure on."""
+    import re
+
+    server.default = status(503)
+    judge = make_judge(fast_config(server.url, transport_retries=3, backoff_initial_s=0.05,
+                                   backoff_jitter_s=0.0, backoff_max_s=10.0))
+    with caplog.at_level(logging.WARNING, logger="cua_verifier.judge"), pytest.raises(JudgeUnavailableError):
+        await judge.complete(MSGS, Answer, stage="rubric")
+    said = re.findall(r"attempt (\d+)/(\d+)\): .*; retrying in ([0-9.]+)s", caplog.text)
+    assert said == [("1", "4", "0.05"), ("2", "4", "0.10"), ("3", "4", "0.20")]
+    gaps = [b.t - a.t for a, b in zip(server.requests, server.requests[1:])]
+    assert len(gaps) == 3 and gaps[0] >= 0.045 and gaps[1] >= 0.095 and gaps[2] >= 0.19
+    await judge.aclose()
+
+
+async def test_a_call_that_succeeds_at_once_builds_no_retry_loop(server, monkeypatch):
+    """Nearly every call succeeds on its first attempt: it pays for no retry machinery."""
+    from verifier.judge import endpoints
+
+    def no_loop(*args, **kwargs):
+        raise AssertionError("a retry loop was built for a call that needed none")
+
+    monkeypatch.setattr(endpoints, "AsyncRetrying", no_loop)
+    server.push(ok(VALID))
+    judge = make_judge(fast_config(server.url))
+    reply = await judge.complete(MSGS, Answer, stage="outcome")
+    assert reply.parsed.ok is True and reply.usage.attempts == 1
+    await judge.aclose()
+
+
 async def test_slow_server_times_out_and_is_retried(server):
     server.default = ok(VALID, delay=1.5)
     judge = make_judge(fast_config(server.url, timeout_s=0.2, transport_retries=1))
