@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -42,13 +43,15 @@ def _body(traj) -> bytes:
 
 async def test_service_answers_429_with_retry_after_when_bytes_in_flight_are_over_budget():
     from serving.reward_service.app import create_app
+    from serving.reward_service.core import RewardService
 
     with LoopbackJudge(latency_s=0.4) as judge:
         settings = RewardSettings(judge={"base_urls": [judge.url], "model": "echo"})
         body = _body(trajectory(1, shot=png((1, 2, 3), (300, 200))))
         config = ServiceConfig(max_inflight_bytes=int(len(body) * 1.5), admission_wait_s=0.3)
-        app = create_app(settings, config)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
+        service = RewardService(settings, config)
+        app = create_app(settings, config, service)
+        async with contextlib.aclosing(service.session), httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
                                      timeout=60) as client:
             first, second = await asyncio.gather(
                 client.post("/v1/verify", content=body),
