@@ -31,6 +31,7 @@ from .config import EnvConfig
 from .episode import EpisodeRecorder
 from .observe import (
     MARK_ELEMENTS_JS,
+    capture,
     describe,
     first_line,
     policy_image,
@@ -294,7 +295,7 @@ class BrowserEnv:
 
     def _observe(self) -> bytes:
         page = self._page
-        png = page.screenshot(type="png", timeout=self.config.action_timeout_s * 1000)
+        png = capture(page, self.config.action_timeout_s * 1000)
         self._elements = page.evaluate(MARK_ELEMENTS_JS, self.config.max_elements)
         return png
 

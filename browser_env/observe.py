@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -97,3 +98,25 @@ def policy_image(png: bytes, max_side: int | None) -> Image.Image:
     if max_side is not None and max(image.size) > max_side:
         image.thumbnail((max_side, max_side))
     return image
+
+
+#: Chromium's answer when its compositor has no frame to give yet (the page is mid-navigation, or
+#: the machine is busy): nothing is wrong with the page, and the next try a moment later succeeds.
+FRAME_NOT_READY = "Unable to capture screenshot"
+#: Tries of a capture that fails that way before the failure counts (the page then stopped responding).
+CAPTURE_TRIES = 3
+CAPTURE_PAUSE_S = 0.25
+
+
+def capture(page: Any, timeout_ms: float, *, tries: int = CAPTURE_TRIES, pause_s: float = CAPTURE_PAUSE_S) -> bytes:
+    """The page as PNG bytes. Why retried: under load Chromium sometimes answers a capture with
+    "Unable to capture screenshot" for a page that is fine, and ending the episode on it cost a
+    training step a rollout (and CI a run). Any other failure, or the last try's, is raised."""
+    for attempt in range(1, tries + 1):
+        try:
+            return page.screenshot(type="png", timeout=timeout_ms)
+        except Exception as exc:  # Playwright's Error: only its message tells the kind
+            if attempt == tries or FRAME_NOT_READY not in str(exc) or page.is_closed():
+                raise
+        time.sleep(pause_s)
+    raise AssertionError("unreachable")  # pragma: no cover
