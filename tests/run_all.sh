@@ -19,13 +19,19 @@ done
 # The fast tier runs on two workers (pytest-xdist, dev extra): its tests are isolated (own ports,
 # tmp dirs), and on two cores it takes ~100 s instead of ~150 s. The full suite stays serial: its
 # engine, browser and Ray tiers share one server or cluster per session.
-if [ "$fast" = 1 ]; then args=(--no-engine -m "not slow and not browser" -n 2 "${args[@]}"); fi
+if [ "$fast" = 1 ]; then args=(--no-engine -m "not slow and not browser" -n 2 --dist loadfile "${args[@]}"); fi
 
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
-# torch is pinned first so that the train extra's range is met by the local CPU build.
-.venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q "torch==2.13.0"
-.venv/bin/pip install -q -e ".[train,bench,dev,service,ray,browser,publish]"
+# torch is pinned first so that the train extra's range is met by the local CPU build. The installs
+# (~12 s even when everything is there) are skipped while the stamp of pyproject.toml matches.
+stamp=".venv/.cua-installed"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1) torch==2.13.0"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q "torch==2.13.0"
+  .venv/bin/pip install -q -e ".[train,bench,dev,service,ray,browser,publish]"
+  echo "$want" > "$stamp"
+fi
 # Debian's Chromium for the browser tier (tests/env); a no-op when it is already installed. Without
 # it (not root) the tier skips locally and fails under CI=true.
 bash browser_env/setup_chromium.sh || echo "warning: no Chromium: the browser tier (tests/env) cannot run" >&2
