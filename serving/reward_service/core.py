@@ -34,7 +34,7 @@ from verifier.trajectory import Screenshot, Trajectory
 from .budget import ByteBudget
 from .config import ServiceConfig
 from .inline import DecodedImages
-from .memory import release
+from .memory import IdleRelease
 from .metrics import CountingJudge, ServiceMetrics
 from .models import ItemResult
 from .queue import AdmissionQueue
@@ -139,7 +139,7 @@ class RewardService:
         self.board: Any = None  # serve_board.Board on Ray Serve: /health, /metrics for the deployment
         self._abort: asyncio.Event | None = None
         self.tasks: set[asyncio.Task] = set()
-        self._trimming = False
+        self.idle = IdleRelease(lambda: self.queue.depth)  # collect and trim once idle (memory.py)
         self.metrics.watch(self)
 
     @property
@@ -183,7 +183,7 @@ class RewardService:
             task = asyncio.ensure_future(self.session.verify(traj))
             self.tasks.add(task)
             task.add_done_callback(lambda t: (self.tasks.discard(t), self.queue.release(1, started=started),
-                                              self._idle_trim()))
+                                              self.idle.ended()))
             handed_over = True
             return await self._wait(task, timeout)
         except Exception as exc:  # a bug: this item answers 500; a batch's other items keep theirs
@@ -206,14 +206,6 @@ class RewardService:
         if abort in done or task.cancelled():
             return self._answer(Outcome(error=ShuttingDown("the service stopped before this rollout was verified")))
         return self._answer(Outcome(error=DeadlineExceeded(f"not verified within the {timeout:g}s deadline")))
-
-    def _idle_trim(self) -> None:
-        """When the last verification ends, collect its garbage and hand freed heap memory back (in a
-        worker thread; `memory.release`)."""
-        if self.queue.depth == 0 and not self._trimming:
-            self._trimming = True
-            fut = asyncio.get_running_loop().run_in_executor(None, release)
-            fut.add_done_callback(lambda _f: setattr(self, "_trimming", False))
 
     def answer_error(self, error: BaseException) -> ItemResult:
         """The unscored answer for a rollout rejected before verification (counted like the rest)."""

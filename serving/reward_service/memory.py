@@ -23,12 +23,15 @@ M = 20 rollouts, `recipes/benchmark_service.py --real`), and the byte budget bou
 """
 from __future__ import annotations
 
+import asyncio
 import gc
+import time
+from collections.abc import Callable
 
 from verifier.heap import bound_heap, trim
 
-__all__ = ["ARENA_MAX", "GC_THRESHOLDS", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "release", "settle_gc",
-           "trim", "tune_allocator"]
+__all__ = ["ARENA_MAX", "GC_THRESHOLDS", "IDLE_RELEASE_S", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "IdleRelease",
+           "release", "settle_gc", "trim", "tune_allocator"]
 
 #: The mmap threshold, fixed (so glibc never raises it); with no block mapped on its own it only
 #: matters where glibc must map one anyway (a block no heap can hold).
@@ -65,8 +68,49 @@ def settle_gc(thresholds: tuple[int, int, int] = GC_THRESHOLDS) -> None:
     gc.set_threshold(*thresholds)
 
 
+#: Seconds a process stays idle (no verification or request in flight) before its release runs.
+IDLE_RELEASE_S = 1.0
+
+
 def release() -> bool:
     """When the service goes idle: collect the garbage cycles a load left, then hand every free
     heap page back (`trim`); True when glibc released something."""
     gc.collect()
     return trim()
+
+
+class IdleRelease:
+    """Runs `action` (default `release`, in a worker thread) once a process has had no work for
+    `delay_s`: `ended()` is called when a piece of work ends, `busy()` says how much is left.
+
+    Why wait instead of releasing when the last piece ends: a client that sends one rollout at a
+    time empties the service after each, and a release per verification would cost each one a
+    collection, a trim and the page faults of touching that memory again. Used by the service
+    (`core`, its admission queue) and by the gate in Ray Serve's proxy (requests in flight), which
+    holds every body it reads and would otherwise keep a load's high-water mark."""
+
+    def __init__(self, busy: Callable[[], int], *, delay_s: float = IDLE_RELEASE_S,
+                 action: Callable[[], object] | None = None) -> None:
+        self.busy, self.delay_s = busy, delay_s
+        self.action = action if action is not None else release
+        self._since = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._running = False
+
+    def ended(self) -> None:
+        """A piece of work ended (on the event loop): when none is left, start the idle clock."""
+        if self.busy() == 0:
+            self._since = time.monotonic()
+            if self._timer is None:
+                self._timer = asyncio.get_running_loop().call_later(self.delay_s, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        if self.busy() or self._running:
+            return  # busy again (its end restarts the clock), or a release is running
+        loop, left = asyncio.get_running_loop(), self._since + self.delay_s - time.monotonic()
+        if left > 0.001:  # work came and went since the clock started: wait out the rest
+            self._timer = loop.call_later(left, self._fire)
+            return
+        self._running = True
+        loop.run_in_executor(None, self.action).add_done_callback(lambda _f: setattr(self, "_running", False))

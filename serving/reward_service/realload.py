@@ -70,6 +70,24 @@ def cpu_by_role(proc: psutil.Process) -> dict[str, float]:
     return totals
 
 
+def memory_by_role(proc: psutil.Process) -> dict[str, dict[str, int]]:
+    """RSS and PSS (MB) of `proc` and its live descendants, summed by role (`_role`), with a
+    "total". Why PSS: processes that map the same pages (Ray's object store in /dev/shm, forked
+    workers' shared libraries) each count them whole in their RSS, so a sum of RSS over a Ray
+    deployment counts those pages once per process; PSS splits each shared page among its mappers."""
+    mb, out = 2**20, {}
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            info, role = p.memory_full_info(), _role(p)
+        except psutil.Error:
+            continue
+        slot = out.setdefault(role, {"rss": 0, "pss": 0})
+        slot["rss"] += info.rss
+        slot["pss"] += getattr(info, "pss", info.rss)
+    out["total"] = {k: sum(v[k] for v in out.values()) for k in ("rss", "pss")}
+    return {role: {k: round(v / mb) for k, v in fig.items()} for role, fig in sorted(out.items())}
+
+
 @dataclass
 class ProcessWatch:
     """Peak RSS of a process tree, sampled in a thread while a load runs."""
@@ -107,6 +125,9 @@ class ProcessWatch:
 
     def cpu_roles(self) -> dict[str, float]:
         return cpu_by_role(self.proc)
+
+    def memory_roles(self) -> dict[str, dict[str, int]]:
+        return memory_by_role(self.proc)
 
 
 async def post_all(url: str, bodies: list[bytes], *, clients: int, timeout_s: float = 1800,
@@ -266,7 +287,7 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
         try:
             watch = ProcessWatch(proc.pid)
             time.sleep(1.0)
-            base_rss = watch.rss()
+            base_rss, base_roles = watch.rss(), watch.memory_roles()
             if warm:
                 warmed = asyncio.run(post_all(url + "/v1/verify", warm, clients=1))
                 if warmed["scored"] != warmup:
@@ -278,9 +299,9 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
                 figures = asyncio.run(post_all(url + "/v1/verify", bodies, clients=clients, tasks=tasks))
                 cpu, roles = watch.cpu() - cpu0, watch.cpu_roles()
                 shares = harness.cores(service_cpu=cpu)
-                end_rss = watch.rss()
+                end_rss, end_roles = watch.rss(), watch.memory_roles()
                 time.sleep(after_s)
-                after_rss = watch.rss()
+                after_rss, after_roles = watch.rss(), watch.memory_roles()
         finally:
             proc.terminate()
             proc.wait(180)  # a Ray Serve deployment drains, then its local Ray stops
@@ -296,6 +317,8 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
                 for role, sec in sorted(roles.items()) if sec - roles0.get(role, 0.0) >= 0.0005},
             "rss_mb": {"baseline": round(base_rss / mb), "peak": round(watch.peak / mb),
                        "end_of_load": round(end_rss / mb), f"after_{after_s:g}s": round(after_rss / mb)},
+            "memory_mb_by_process": {"baseline": base_roles, "end_of_load": end_roles,
+                                     f"after_{after_s:g}s": after_roles},
             "machine": {"before": load_before, "after": machine_load(), "cores_busy": shares},
             "warmup": warmup,
             "service_args": service_args}

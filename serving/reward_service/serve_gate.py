@@ -30,6 +30,7 @@ from urllib.parse import quote
 from .app import _error, _read_bounded, _replay, header_refusal
 from .body import BadBody, parse_json
 from .config import DEFAULT_KEY_ENV
+from .memory import IdleRelease, trim, tune_allocator
 
 GATE_ENV = "CUA_SERVE_GATE"
 CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
@@ -71,10 +72,22 @@ class ProxyGate:
         self.app, self.max_body_bytes, self.body_timeout_s = app, max_body_bytes, body_timeout_s
         self.key = (os.environ.get(api_key_env) or "").strip() or None
         self.session = session_header()
+        # The proxy holds every body it reads until a replica has fetched it, and glibc keeps the
+        # freed pages: hand them back once no request has been in flight for a second.
+        self.inflight = 0
+        self.idle = IdleRelease(lambda: self.inflight, action=trim)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        self.inflight += 1
+        try:
+            await self._http(scope, receive, send)
+        finally:
+            self.inflight -= 1
+            self.idle.ended()
+
+    async def _http(self, scope: dict, receive: Any, send: Any) -> None:
 
         replaced = {"by_gate": False}
 
@@ -145,8 +158,12 @@ def gate_settings(api_key_env: str, max_body_bytes: int, body_timeout_s: float) 
 
 
 def proxy_middlewares() -> list[Any]:
-    """Ray Serve's HTTP proxy callback: the middleware list (our gate, from $CUA_SERVE_GATE)."""
+    """Ray Serve's HTTP proxy callback: the middleware list (our gate, from $CUA_SERVE_GATE).
+    Called once in each proxy's process, where it also sets the heap as the service's own
+    (`memory.tune_allocator`): the proxy's bodies then come from arenas that `trim` can empty."""
     from starlette.middleware import Middleware
+
+    tune_allocator()
 
     options = json.loads(os.environ.get(GATE_ENV) or "{}")
     return [Middleware(ProxyGate, **options)]

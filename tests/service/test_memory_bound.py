@@ -192,3 +192,43 @@ print(alive() is None, high - rss())
     freed, returned = out.stdout.split()
     assert freed == "True"
     assert int(returned) > 48 * 2**20
+
+
+async def test_the_idle_release_waits_for_the_service_to_stay_idle():
+    """A client that sends one rollout at a time empties the queue after each: the release (a
+    collection, a trim, then page faults to touch that memory again) runs once the service has
+    been idle for `delay_s`, not after every verification; and not while work is running."""
+    from serving.reward_service.core import RewardService
+
+    calls: list[int] = []
+    service = RewardService(RewardSettings(judge={"base_urls": ["http://127.0.0.1:9"], "model": "m"}),
+                            ServiceConfig())
+    idle = service.idle  # wired to the admission queue's depth
+    idle.delay_s, idle.action = 0.2, lambda: calls.append(service.queue.depth)
+
+    def one_rollout_ends() -> None:
+        service.queue.release(1)
+        idle.ended()
+
+    async with contextlib.aclosing(service.session):
+        for _ in range(6):  # sequential rollouts, 0.05 s apart: never idle for 0.2 s
+            assert service.queue.try_admit(1)
+            await asyncio.sleep(0.05)
+            one_rollout_ends()
+        assert calls == []
+        await asyncio.sleep(0.35)
+        assert calls == [0]  # once, after the last one, with nothing in the queue
+
+        assert service.queue.try_admit(2)
+        one_rollout_ends()  # one of two ends: not idle
+        await asyncio.sleep(0.35)
+        assert calls == [0]
+        assert service.queue.try_admit(1)
+        one_rollout_ends()
+        one_rollout_ends()
+        assert service.queue.try_admit(1)  # busy again before the clock runs out
+        await asyncio.sleep(0.35)
+        assert calls == [0]
+        one_rollout_ends()
+        await asyncio.sleep(0.35)
+        assert calls == [0, 0]

@@ -6,10 +6,12 @@ One Ray instance for the module (starting it is most of the cost); the deploymen
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import socket
 import time
 from collections import Counter
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -132,6 +134,44 @@ def test_two_replicas_keep_a_group_on_one_replica_and_spread_tasks(served):
     assert judge.rubric_calls - before == 8  # one rubric per task
     # /metrics (answered by either replica) counts the 24 verifications of both
     assert _until(lambda: _scored(dep.url) - scored, 24) == 24
+
+
+def _shared_mb(role: str) -> list[float]:
+    """Shared-memory pages (RssShmem, MB) each live process of `role` (its Ray title) has resident:
+    Ray's object store is a /dev/shm file that the processes using it map."""
+    import psutil
+
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.cmdline()[:1] and p.cmdline()[0].startswith(f"ray::{role}"):
+                status = Path(f"/proc/{p.pid}/status").read_text()
+                out.append(int(status.split("RssShmem:")[1].split()[0]) / 1024)
+        except (psutil.Error, OSError, IndexError):
+            continue
+    return out
+
+
+def test_bodies_reach_the_replicas_inline_not_through_the_object_store(served):
+    """A 4 MB body travels from the proxy to its replica inline: through Ray's object store, its
+    pages would stay resident in /dev/shm, mapped by the proxy and the replica, after the load."""
+    import random
+
+    from PIL import Image
+
+    dep, _ = served
+    rng = random.Random(7)
+    noise = Image.frombytes("RGB", (1400, 900), rng.randbytes(1400 * 900 * 3))
+    shot = io.BytesIO()
+    noise.save(shot, format="PNG", compress_level=0)
+    plan = [(trajectory(k, f"inline-{k}", shot=shot.getvalue()), True) for k in range(4)]
+    assert len(shot.getvalue()) > 3 * 2**20
+    before = sum(_shared_mb("ServeReplica")) + sum(_shared_mb("ProxyActor"))
+    for resp in asyncio.run(_verify_all(dep.url, plan)):
+        assert resp.status_code == 200, resp.text
+    replicas, proxies = _shared_mb("ServeReplica"), _shared_mb("ProxyActor")
+    assert replicas and proxies
+    assert sum(replicas) + sum(proxies) - before < 4, (replicas, proxies)  # ~38 MB through the store
 
 
 def test_shutdown_drains_then_answers_typed_503(served):

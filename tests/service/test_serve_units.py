@@ -201,6 +201,43 @@ def test_gate_routes_by_task_header_or_body_and_drops_a_client_session(monkeypat
     assert sess not in dict(app.scope["headers"]) and app.body == b"not json"  # the replica answers the 422
 
 
+async def test_the_gate_trims_the_proxys_heap_once_no_request_is_in_flight(monkeypatch):
+    """Ray Serve's proxy holds the bodies it reads; the gate hands the freed pages back when the
+    proxy has had no request in flight for `delay_s`, not while one is running."""
+    gate, _ = _gate(monkeypatch)
+    trims: list[int] = []
+    gate.idle.delay_s, gate.idle.action = 0.1, lambda: trims.append(gate.inflight)
+    go = asyncio.Event()
+
+    class Held(_App):
+        async def __call__(self, scope, receive, send):
+            await go.wait()
+            await super().__call__(scope, receive, send)
+
+    gate.app = Held()
+
+    async def one() -> None:
+        chunks = [b"{}"]
+
+        async def receive():
+            return {"type": "http.request", "body": chunks.pop(0) if chunks else b"", "more_body": bool(chunks)}
+
+        async def send(_msg):
+            return None
+
+        headers = [(b"authorization", b"Bearer s3cret"), (b"x-cua-task", b"t-1")]
+        await gate({"type": "http", "method": "POST", "path": "/v1/verify", "headers": headers}, receive, send)
+
+    both = asyncio.gather(one(), one())
+    await asyncio.sleep(0.25)
+    assert gate.inflight == 2 and trims == []
+    go.set()
+    await both
+    assert gate.inflight == 0 and trims == []
+    await asyncio.sleep(0.25)
+    assert trims == [0]
+
+
 def test_metrics_of_replicas_add_up_and_health_counts_replicas():
     from prometheus_client import generate_latest
     from prometheus_client.parser import text_string_to_metric_families
