@@ -75,7 +75,8 @@ def memory_by_role(proc: psutil.Process) -> dict[str, dict[str, int]]:
     "total". Why PSS: processes that map the same pages (Ray's object store in /dev/shm, forked
     workers' shared libraries) each count them whole in their RSS, so a sum of RSS over a Ray
     deployment counts those pages once per process; PSS splits each shared page among its mappers."""
-    mb, out = 2**20, {}
+    mb = 2**20
+    out: dict[str, dict[str, int]] = {}
     for p in [proc, *proc.children(recursive=True)]:
         try:
             info, role = p.memory_full_info(), _role(p)

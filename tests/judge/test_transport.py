@@ -78,12 +78,12 @@ async def test_retries_walk_the_backoff_ladder_and_number_their_attempts(server,
 
 async def test_a_call_that_succeeds_at_once_builds_no_retry_loop(server, monkeypatch):
     """Nearly every call succeeds on its first attempt: it pays for no retry machinery."""
-    from verifier.judge import endpoints
+    from verifier.judge import ladder
 
     def no_loop(*args, **kwargs):
         raise AssertionError("a retry loop was built for a call that needed none")
 
-    monkeypatch.setattr(endpoints, "AsyncRetrying", no_loop)
+    monkeypatch.setattr(ladder, "AsyncRetrying", no_loop)
     server.push(ok(VALID))
     judge = make_judge(fast_config(server.url))
     reply = await judge.complete(MSGS, Answer, stage="outcome")

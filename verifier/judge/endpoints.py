@@ -1,4 +1,5 @@
-"""The transport layer: replicas, per-endpoint concurrency, and bounded retries with backoff.
+"""The transport layer: replicas, per-endpoint concurrency, and bounded retries with backoff (the
+policy, and the errors that end it, in `ladder`).
 
 This is the first of exactly two retry layers (the second, re-asking on invalid output, lives in
 `openai_compat`). Requests go out through `http.ChatClient` (aiohttp, with the SDK's exception
@@ -23,10 +24,7 @@ a fresh draw, while against a dead judge more attempts would only cost time.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import functools
-import logging
-import random
 import ssl
 import threading
 import time
@@ -35,39 +33,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from .breaker import CircuitBreaker
 from .config import JudgeConfig
 from .deadline import deadline_at, time_left
 from .http import ChatClient, Completion, MalformedReply, httpx
 from .jsonbody import body_pieces
+from .ladder import (  # noqa: F401 - the transport's errors and policy, importable from here as before
+    CircuitOpen,
+    DeadlinePassed,
+    Ladder,
+    ShareSpent,
+    describe,
+    is_server_error,
+    is_transient,
+    retry_after_s,
+)
 
-log = logging.getLogger("cua_verifier.judge")
 create_ssl_context = httpx.create_ssl_context  # the SDK's trust settings (see `http`)
 
-_RETRYABLE_STATUS = {408, 409, 429}
 #: How often a caller re-checks a half-open endpoint whose probe is in flight.
 PROBE_POLL_S = 0.02
 #: An attempt with less time than this left before the deadline is not sent.
 MIN_ATTEMPT_S = 0.05
-
-
-class CircuitOpen(Exception):
-    """No endpoint may be asked now: every circuit breaker is open (see `breaker`)."""
-
-    def __init__(self, message: str, retry_in_s: float = 0.0) -> None:
-        super().__init__(message)
-        self.retry_in_s = retry_in_s  # until the first endpoint's probe may go
-
-
-class _ShareSpent(Exception):
-    """One call's share of the deadline ran out after failed attempts; raised from the last failure
-    (not transient: it ends the retries, and `send` re-raises that failure)."""
-
-
-class DeadlinePassed(Exception):
-    """The time budget of the enclosing `deadline` ran out before this attempt could start."""
 
 
 @dataclass
@@ -96,38 +84,6 @@ class _LoopPool:
     endpoints: list[Endpoint]
     turn: int = 0
     closed: bool = field(default=False)
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Timeouts, connection errors, 408/409/429, 5xx and malformed 200s are worth retrying."""
-    if isinstance(exc, (openai.APIConnectionError, MalformedReply)):  # includes APITimeoutError
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
-    return False
-
-
-def is_server_error(exc: BaseException) -> bool:
-    """A 5xx or a 200 that is not a chat completion: the server is up and failed this request."""
-    return isinstance(exc, MalformedReply) or (isinstance(exc, openai.APIStatusError) and exc.status_code >= 500)
-
-
-def retry_after_s(exc: BaseException | None) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms`` / ``retry-after``: seconds or date)."""
-    if not isinstance(exc, openai.APIStatusError):
-        return None
-    headers = exc.response.headers
-    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) / divisor)
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value) if name == "retry-after" else None
-            if when is not None:
-                return max(0.0, when.timestamp() - time.time())
-    return None
 
 
 class EndpointPool:
@@ -218,85 +174,29 @@ class EndpointPool:
             return await self._send(request, tally, stage=stage, outer_end=now + left)
 
     async def _send(self, request: dict[str, Any], tally: Tally, *, stage: str, outer_end: float | None) -> Any:
-        cfg = self.config
-        avoid: list[str | None] = [None]
-        last: list[BaseException | None] = [None]
-        flaky = [False]  # the last failure was an error answer from an endpoint that answers others
-
-        def limit() -> int:
-            return max(cfg.transport_retries, cfg.flaky_retries if flaky[0] else 0) + 1
-
-        def delay_after(attempt: int, exc: BaseException | None) -> float:
-            asked = retry_after_s(exc)
-            if asked is not None:
-                delay = min(asked, cfg.retry_after_max_s)
-            else:
-                # flaky retries (past transport_retries) pace at the ladder's last step: the judge
-                # answers, so there is no outage to wait out, only load to spread
-                steps = min(attempt, max(cfg.transport_retries, 1))
-                backoff = cfg.backoff_initial_s * 2 ** (steps - 1)
-                delay = min(backoff, cfg.backoff_max_s) + random.uniform(0, cfg.backoff_jitter_s)
-            left = time_left()
-            return delay if left is None else max(0.0, min(delay, left))  # wake at the deadline
-
-        def warn(attempt: int, exc: BaseException | None, delay: float) -> None:
-            log.warning("judge transport error (stage=%s, attempt %d/%d): %s; retrying in %.2fs",
-                        stage, attempt, limit(), describe(exc), delay)
-
-        def failure(state: RetryCallState) -> BaseException | None:
-            return state.outcome.exception() if state.outcome else None
-
-        async def attempt() -> Any:
-            return await self._attempt(request, tally, avoid, last, flaky, outer_end)
-
+        ladder = Ladder(self.config, stage)
         try:
-            # The first attempt runs without the retry machinery: nearly every call succeeds on it,
-            # and setting up tenacity's loop costs ~80 us of CPU per call (~50 calls per
-            # verification). From the second attempt on, tenacity runs the same policy, its
-            # attempt numbers shifted by the one made here.
-            try:
-                return await attempt()
-            except BaseException as exc:
-                if not is_transient(exc) or limit() <= 1:
-                    raise
-                first = exc
-            delay = delay_after(1, first)
-            warn(1, first, delay)
-            await asyncio.sleep(delay)
-            retrying = AsyncRetrying(
-                stop=lambda state: state.attempt_number + 1 >= limit(),
-                wait=lambda state: delay_after(state.attempt_number + 1, failure(state)),
-                retry=retry_if_exception(is_transient),
-                before_sleep=lambda state: warn(state.attempt_number + 1, failure(state),
-                                                state.next_action.sleep if state.next_action else 0.0),
-                reraise=True)
-            response = None
-            async for retry in retrying:  # CircuitOpen is not transient: it ends the loop at once
-                with retry:
-                    response = await attempt()
-            return response
-        except _ShareSpent as spent:
+            return await ladder.run(lambda: self._attempt(request, tally, ladder, outer_end))
+        except ShareSpent as spent:
             raise spent.__cause__ from None  # type: ignore[misc]
 
-    async def _attempt(self, request: dict[str, Any], tally: Tally, avoid: list[str | None],
-                       last: list[BaseException | None], flaky: list[bool], outer_end: float | None) -> Any:
+    async def _attempt(self, request: dict[str, Any], tally: Tally, ladder: Ladder, outer_end: float | None) -> Any:
         """One attempt: a healthy endpoint (another than the one that just failed to connect), one
-        request on it; remembers the failure for the retry policy (`last`, `flaky`, `avoid`)."""
+        request on it; tells the ladder how it failed."""
         left = time_left()
         if left is not None and left < MIN_ATTEMPT_S:
             outer_left = None if outer_end is None else outer_end - asyncio.get_running_loop().time()
-            if last[0] is not None and outer_left is not None and outer_left >= MIN_ATTEMPT_S:
-                raise _ShareSpent() from last[0]  # the call's share, not the deadline: the judge failed
+            if ladder.last is not None and outer_left is not None and outer_left >= MIN_ATTEMPT_S:
+                raise ShareSpent() from ladder.last  # the call's share, not the deadline: the judge failed
             raise DeadlinePassed(f"time budget spent after {tally.attempts} requests")
-        endpoint = await self._acquire(avoid[0])
+        endpoint = await self._acquire(ladder.avoid)
         try:
             return await self._once(endpoint, request, tally)
         except openai.APIConnectionError as exc:  # refused or timed out: try another replica next
-            avoid[0], last[0], flaky[0] = endpoint.url, exc, False
+            ladder.refused(endpoint.url, exc)
             raise
         except (openai.APIStatusError, MalformedReply) as exc:  # it answered, with an error
-            last[0] = exc
-            flaky[0] = is_server_error(exc) and endpoint.breaker.answering()
+            ladder.answered(exc, endpoint_answers_others=endpoint.breaker.answering())
             raise
 
     async def _acquire(self, avoid: str | None) -> Endpoint:
@@ -360,16 +260,3 @@ async def _post(endpoint: Endpoint, request: dict[str, Any]) -> Completion:
     # unescaped (see `jsonbody`), on aiohttp with the SDK's exceptions (`http`).
     body = body_pieces({k: v for k, v in request.items() if k != "timeout"})
     return await endpoint.client.chat(body, request.get("timeout"))
-
-
-def describe(exc: BaseException | None) -> str:
-    """A short, key-free description of a transport error for logs and error messages."""
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code} from {exc.request.url}"
-    if isinstance(exc, openai.APITimeoutError):
-        return f"timeout from {exc.request.url}"
-    if isinstance(exc, openai.APIConnectionError):
-        return f"connection error to {exc.request.url}"
-    if isinstance(exc, (MalformedReply, CircuitOpen, DeadlinePassed)):
-        return str(exc)
-    return repr(exc)
