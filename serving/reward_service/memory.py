@@ -112,5 +112,9 @@ class IdleRelease:
         if left > 0.001:  # work came and went since the clock started: wait out the rest
             self._timer = loop.call_later(left, self._fire)
             return
+        try:
+            fut = loop.run_in_executor(None, self.action)
+        except RuntimeError:  # the loop is closing (its executor shut down): nothing to give back to
+            return
         self._running = True
-        loop.run_in_executor(None, self.action).add_done_callback(lambda _f: setattr(self, "_running", False))
+        fut.add_done_callback(lambda _f: setattr(self, "_running", False))

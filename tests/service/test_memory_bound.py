@@ -232,3 +232,15 @@ async def test_the_idle_release_waits_for_the_service_to_stay_idle():
         one_rollout_ends()
         await asyncio.sleep(0.35)
         assert calls == [0, 0]
+
+
+async def test_an_idle_release_due_while_the_loop_closes_is_skipped_quietly():
+    """The idle clock may run out while `asyncio.run` shuts its executor down: no release, no error."""
+    from serving.reward_service.memory import IdleRelease
+
+    calls: list[int] = []
+    idle = IdleRelease(lambda: 0, delay_s=0.01, action=lambda: calls.append(1))
+    await asyncio.get_running_loop().shutdown_default_executor()
+    idle.ended()
+    await asyncio.sleep(0.05)
+    assert calls == [] and idle._timer is None and not idle._running
