@@ -24,11 +24,12 @@ if [ "$fast" = 1 ]; then args=(--no-engine -m "not slow and not browser" -n 2 --
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 # torch is pinned first so that the train extra's range is met by the local CPU build. The installs
 # (~12 s even when everything is there) are skipped while the stamp of pyproject.toml matches.
+torch_pin="torch==2.13.0"
 stamp=".venv/.cua-installed"
-want="$(sha256sum pyproject.toml | cut -d' ' -f1) torch==2.13.0"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1) $torch_pin"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q "torch==2.13.0"
+  .venv/bin/pip install -q "$torch_pin"
   .venv/bin/pip install -q -e ".[train,bench,dev,service,ray,browser,publish]"
   echo "$want" > "$stamp"
 fi

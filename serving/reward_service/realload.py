@@ -15,33 +15,32 @@ import json
 import statistics
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
 
 
-def tree_rss(proc: psutil.Process) -> int:
-    """Resident bytes of `proc` and all its descendants (0 for those that vanished meanwhile)."""
-    total = 0
+def _read_tree(proc: psutil.Process, read: Callable[[psutil.Process], Any]) -> Iterator[tuple[psutil.Process, Any]]:
+    """(process, read(process)) for `proc` and each live descendant; one that vanished meanwhile
+    (or whose /proc entry cannot be read) is left out."""
     for p in [proc, *proc.children(recursive=True)]:
         try:
-            total += p.memory_info().rss
+            value = read(p)
         except psutil.Error:
-            pass
-    return total
+            continue
+        yield p, value
+
+
+def tree_rss(proc: psutil.Process) -> int:
+    """Resident bytes of `proc` and all its descendants (0 for those that vanished meanwhile)."""
+    return sum(rss for _, rss in _read_tree(proc, lambda p: p.memory_info().rss))
 
 
 def tree_cpu(proc: psutil.Process) -> float:
     """User + system CPU seconds of `proc` and its live descendants."""
-    total = 0.0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            pass
-    return total
+    return sum(sec for _, sec in _read_tree(proc, lambda p: sum(p.cpu_times()[:2])))
 
 
 def _role(p: psutil.Process) -> str:
@@ -60,13 +59,8 @@ def cpu_by_role(proc: psutil.Process) -> dict[str, float]:
     """CPU seconds (user + system) of `proc` and its live descendants, summed by role (`_role`):
     which of the service's processes (proxy, replicas, Ray's daemons) spends the CPU."""
     totals: dict[str, float] = {}
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            t = p.cpu_times()
-            role = _role(p)
-        except psutil.Error:
-            continue
-        totals[role] = totals.get(role, 0.0) + t.user + t.system
+    for _, (role, sec) in _read_tree(proc, lambda p: (_role(p), sum(p.cpu_times()[:2]))):
+        totals[role] = totals.get(role, 0.0) + sec
     return totals
 
 
@@ -77,11 +71,7 @@ def memory_by_role(proc: psutil.Process) -> dict[str, dict[str, int]]:
     deployment counts those pages once per process; PSS splits each shared page among its mappers."""
     mb = 2**20
     out: dict[str, dict[str, int]] = {}
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            info, role = p.memory_full_info(), _role(p)
-        except psutil.Error:
-            continue
+    for _, (role, info) in _read_tree(proc, lambda p: (_role(p), p.memory_full_info())):
         slot = out.setdefault(role, {"rss": 0, "pss": 0})
         slot["rss"] += info.rss
         slot["pss"] += getattr(info, "pss", info.rss)

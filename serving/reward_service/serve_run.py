@@ -36,8 +36,9 @@ DEPLOYMENT = "RewardReplica"
 #: every replica, until Ray stops (~370 MB after 64 M = 20 rollouts on 2 replicas, and more for
 #: larger bursts, up to the store's size: 30% of memory). A local instance sends anything up to
 #: the body limit inline, so what a load leaves behind follows the bytes in flight. Measured with
-#: `recipes/benchmark_service.py --real -m 20 --n 64 --clients 64 --replicas 2`: the deployment's
-#: PSS 10 s after the load 1.94-2.01 GB against 2.12-2.25 GB, CPU the same within the noise.
+#: `recipes/benchmark_service.py --real -m 20 --n 64 --clients 64 --replicas 2` (3 runs each): the
+#: deployment's PSS 10 s after the load 1.94-2.22 GB against 2.12-2.25 GB (the runs' spread is as
+#: large as the gain), CPU the same within the noise; what it bounds is the store's share.
 INLINE_ENV = "RAY_max_direct_call_object_size"
 
 

@@ -39,16 +39,7 @@ from .config import JudgeConfig
 from .deadline import deadline_at, time_left
 from .http import ChatClient, Completion, MalformedReply, httpx
 from .jsonbody import body_pieces
-from .ladder import (  # noqa: F401 - the transport's errors and policy, importable from here as before
-    CircuitOpen,
-    DeadlinePassed,
-    Ladder,
-    ShareSpent,
-    describe,
-    is_server_error,
-    is_transient,
-    retry_after_s,
-)
+from .ladder import CircuitOpen, DeadlinePassed, Ladder, ShareSpent, describe
 
 create_ssl_context = httpx.create_ssl_context  # the SDK's trust settings (see `http`)
 

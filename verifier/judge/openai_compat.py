@@ -52,16 +52,9 @@ from ..trajectory import Screenshot
 from .base import Message, Reply, Sampling, Usage
 from .cache import ResponseCache, cache_key, cacheable
 from .config import JudgeConfig
-from .endpoints import (
-    CircuitOpen,
-    DeadlinePassed,
-    EndpointPool,
-    MalformedReply,
-    Tally,
-    describe,
-    is_transient,
-)
+from .endpoints import EndpointPool, MalformedReply, Tally
 from .images import ImageEncoder, prepare_ahead
+from .ladder import CircuitOpen, DeadlinePassed, describe, is_transient
 from .schema import (
     ReplyParseError,
     json_schema_for,
