@@ -6,7 +6,10 @@ and faults; prints requests, 429s retried, p50/p95 latency, judge rubric calls, 
 With ``--real`` it measures what the service costs instead: `--n` rollouts of M real 1440x900
 screenshots (groups of `--group` rollouts per task) sent `--clients` at a time, against a loopback
 judge in its own process (0.5 s per call); it prints the service's baseline, peak and after-load
-RSS (all its processes), CPU seconds per verification, throughput, and the machine's load.
+RSS (all its processes), CPU seconds per verification, throughput, the machine's load, and
+`bounds`: what set the pace, read from the service's /metrics (the share of their time requests
+waited for bytes or a slot and judge calls for a connection, the cores per process, and the
+setting to change; see docs/scaling-serve.md, "What bounds one process").
 ``--warmup 1`` verifies one rollout of another task first, so one-time work is left out of the CPU.
 
     python recipes/benchmark_service.py --real -m 20 --n 64 --clients 64

@@ -35,6 +35,7 @@ from verifier.judge.deadline import deadline_at
 from verifier.trajectory import Trajectory
 
 from .settings import RewardSettings, resolve
+from .waits import Waits, waited
 
 log = logging.getLogger(__name__)
 #: After a deadline, how long in-flight work may take to end by its own timeout before it is cancelled.
@@ -95,6 +96,7 @@ class VerifierSession:
         self._verify = resolve(settings.verify_fn)
         self._verifier_config = self._build_verifier_config()
         self.runs = 0  # pipeline runs started (tests and metrics read it)
+        self.slot_waits = Waits()  # rollouts that found every `max_concurrency` slot taken
         factory = settings.cache_factory
         # StageCache keeps finished values as plain data and in-flight tasks per loop, so one
         # instance serves every loop: the rubric of a task is generated once per process.
@@ -229,7 +231,7 @@ class VerifierSession:
             return Outcome(error=self._late(traj, "before the verification finished"))
 
     async def _run_now(self, st: _LoopState, traj: Trajectory) -> Outcome:
-        async with st.semaphore:
+        async with waited(st.semaphore, self.slot_waits):
             self.runs += 1
             try:
                 result = await self._verify(traj, self._verifier_config, judge=st.judge, cache=self.cache)
@@ -244,6 +246,13 @@ class VerifierSession:
                 log.exception("unexpected error verifying task %s", traj.task.id)
                 return Outcome(error=exc)
         return Outcome(result=result)
+
+    def waits(self) -> dict[str, Waits]:
+        """Waits at this session's bounds: rollout slots, and the judge's connections (summed over
+        the judges of every loop; a judge without a pool, such as a scripted one, has none)."""
+        with self._lock:
+            judges = [getattr(st.judge, "waits", None) for st in self._loops.values()]
+        return {"slots": self.slot_waits, "judge": Waits.total([w for w in judges if isinstance(w, Waits)])}
 
     async def aclose(self) -> None:
         """Close the judge bound to the running loop (offline scoring calls this at the end)."""

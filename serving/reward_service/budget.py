@@ -17,6 +17,8 @@ import math
 import time
 from typing import Any
 
+from verifier.waits import Waits
+
 
 class ByteBudget:
     def __init__(self, capacity: int, *, wait_s: float = 30.0) -> None:
@@ -25,6 +27,7 @@ class ByteBudget:
         self.high_water = 0
         self.waiting = 0
         self.rejected = 0
+        self.waits = Waits()  # requests that found the budget full (a 429 after `wait_s` included)
         self._freed: asyncio.Condition | None = None
         self._rate = 0.0  # EWMA of bytes released per second, for Retry-After
 
@@ -40,6 +43,7 @@ class ByteBudget:
         async with self._freed:
             if not self._fits(n):
                 self.waiting += 1
+                start = time.monotonic()
                 try:
                     await asyncio.wait_for(self._freed.wait_for(lambda: self._fits(n)), self.wait_s)
                 except asyncio.TimeoutError:
@@ -47,6 +51,7 @@ class ByteBudget:
                     return False
                 finally:
                     self.waiting -= 1
+                    self.waits.add(time.monotonic() - start)
             self.in_flight += n
             self.high_water = max(self.high_water, self.in_flight)
             return True

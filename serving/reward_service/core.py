@@ -66,7 +66,7 @@ class _Session(VerifierSession):
         super().__init__(settings)
 
     def build_judge(self) -> Any:
-        return CountingJudge(super().build_judge(), self.metrics.judge_calls)
+        return CountingJudge(super().build_judge(), self.metrics.judge_calls, self.metrics.judge_seconds)
 
     def _store(self, key: str, outcome: Outcome) -> None:
         # The judge being unreachable says nothing about the rollout: its client is told to retry

@@ -3,10 +3,12 @@
 Requests and latency per endpoint and status; judge calls per stage (counted at the judge client,
 so failed verifications count too); stage-cache hits and misses (rubric and relevance rows reused
 across ranks); verifications run; unscored rollouts by error type; queue depth, capacity and
-rejections.
+rejections; the waits at each bound and the process's CPU time, which together say what limits a
+load (`verifier.waits`; docs/scaling-serve.md, "What bounds one process").
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +27,8 @@ class ServiceMetrics:
         self.latency = Histogram("cua_reward_request_latency_seconds", "request latency", ["endpoint"],
                                  buckets=LATENCY_BUCKETS, registry=r)
         self.judge_calls = Counter("cua_reward_judge_calls", "judge calls started", ["stage"], registry=r)
+        self.judge_seconds = Counter("cua_reward_judge_seconds", "time in judge calls, waits for a connection "
+                                     "and retries included", ["stage"], registry=r)
         self.verifications = Counter("cua_reward_verifications", "rollouts answered", ["status"], registry=r)
         self.unscored = Counter("cua_reward_unscored", "unscored rollouts", ["reason"], registry=r)
         self.rejected = Counter("cua_reward_rejected", "requests refused before work", ["reason"], registry=r)
@@ -60,17 +64,37 @@ class _Live(Collector):
             c = CounterMetricFamily(name, doc)
             c.add_metric([], value)
             yield c
+        yield from _waits({"bytes": s.budget.waits, **s.session.waits()})
+        yield CounterMetricFamily("cua_reward_cpu_seconds", "CPU time of this process (a replica: its own); "
+                                  "a rate near 1 per process: bound by its core", value=time.process_time())
+
+
+def _waits(waits: dict[str, Any]) -> Iterator[Any]:
+    count = CounterMetricFamily("cua_reward_waits", "requests that found a bound full: bytes "
+                                "(--max-inflight-mb), slots (rollouts at once), judge (judge calls at once)",
+                                labels=["bound"])
+    seconds = CounterMetricFamily("cua_reward_wait_seconds", "time spent waiting at each bound", labels=["bound"])
+    for bound, w in waits.items():
+        count.add_metric([bound], w.count)
+        seconds.add_metric([bound], w.seconds)
+    yield count
+    yield seconds
 
 
 class CountingJudge:
-    """Wraps a judge and counts every `complete` call per stage."""
+    """Wraps a judge and counts every `complete` call per stage, and the time they took."""
 
-    def __init__(self, inner: Any, counter: Counter) -> None:
-        self.inner, self.counter = inner, counter
+    def __init__(self, inner: Any, counter: Counter, seconds: Counter | None = None) -> None:
+        self.inner, self.counter, self.seconds = inner, counter, seconds
 
     async def complete(self, messages: Any, output_model: Any, *, stage: str, sampling: Any = None) -> Any:
         self.counter.labels(stage=stage).inc()
-        return await self.inner.complete(messages, output_model, stage=stage, sampling=sampling)
+        start = time.perf_counter()
+        try:
+            return await self.inner.complete(messages, output_model, stage=stage, sampling=sampling)
+        finally:
+            if self.seconds is not None:
+                self.seconds.labels(stage=stage).inc(time.perf_counter() - start)
 
     async def aclose(self) -> None:
         if hasattr(self.inner, "aclose"):

@@ -257,8 +257,12 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
     rollouts of their own task (their own screenshots) are verified before the clocks start: what
     a process does once (TLS context, templates, per-call output classes) is not per-verification
     work, and a training run's service pays it once in thousands of verifications."""
+    import httpx
+
     from verifier.perf.run import start_latency_judge
     from verifier.perf.shots import describe, source_pngs, trajectory
+
+    from . import bounds
 
     sources = source_pngs()
     bodies, tasks = [], []
@@ -283,6 +287,8 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
                 warmed = asyncio.run(post_all(url + "/v1/verify", warm, clients=1))
                 if warmed["scored"] != warmup:
                     raise RuntimeError(f"warm-up rollouts not scored: {warmed['errors']}")
+            time.sleep(1.2)  # replicas: every peer's counters in /metrics (snapshots of 1 s)
+            metrics0 = bounds.read(httpx.get(url + "/metrics", timeout=30).text)
             cpu0, roles0 = watch.cpu(), watch.cpu_roles()
             load_before = machine_load()
             harness = CpuShares(judge=psutil.Process(judge.proc.pid), client=psutil.Process())
@@ -293,6 +299,7 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
                 end_rss, end_roles = watch.rss(), watch.memory_roles()
                 time.sleep(after_s)
                 after_rss, after_roles = watch.rss(), watch.memory_roles()
+                metrics1 = bounds.read(httpx.get(url + "/metrics", timeout=30).text)
         finally:
             proc.terminate()
             proc.wait(180)  # a Ray Serve deployment drains, then its local Ray stops
@@ -311,5 +318,7 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
             "memory_mb_by_process": {"baseline": base_roles, "end_of_load": end_roles,
                                      f"after_{after_s:g}s": after_roles},
             "machine": {"before": load_before, "after": machine_load(), "cores_busy": shares},
+            "bounds": bounds.verdict(metrics0, metrics1, scored=figures["scored"], wall_s=figures["wall_s"],
+                                     processes=len(figures.get("rollouts_by_replica") or [1])),
             "warmup": warmup,
             "service_args": service_args}

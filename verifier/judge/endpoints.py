@@ -34,6 +34,7 @@ from typing import Any
 
 import openai
 
+from ..waits import Waits, waited
 from .breaker import CircuitBreaker
 from .config import JudgeConfig
 from .deadline import deadline_at, time_left
@@ -84,6 +85,7 @@ class EndpointPool:
         self.config = config
         self._pools: dict[int, _LoopPool] = {}
         self._lock = threading.Lock()
+        self.waits = Waits()  # requests that found every connection (`max_concurrency`) in use
         # per endpoint URL, not per loop: an outage is seen by every loop of the process
         self.breakers = {url: CircuitBreaker(config.breaker_failures, config.breaker_cooldown_s,
                                              window=config.breaker_window, ratio=config.breaker_failure_ratio,
@@ -207,7 +209,7 @@ class EndpointPool:
         endpoint.in_flight += 1
         start: float | None = None
         try:
-            async with endpoint.semaphore:
+            async with waited(endpoint.semaphore, self.waits):
                 left = time_left()  # the HTTP timeout never outlasts the deadline: the breaker sees it
                 if left is not None and left < request["timeout"]:
                     request = {**request, "timeout": max(left, MIN_ATTEMPT_S)}

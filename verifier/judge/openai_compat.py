@@ -49,6 +49,7 @@ from ..errors import (
     JudgeUnavailableError,
 )
 from ..trajectory import Screenshot
+from ..waits import Waits
 from .base import Message, Reply, Sampling, Usage
 from .cache import ResponseCache, cache_key, cacheable
 from .config import JudgeConfig
@@ -98,6 +99,11 @@ class OpenAICompatJudge:
 
     def __repr__(self) -> str:  # the API key is never part of this object's state
         return f"OpenAICompatJudge(model={self.config.model!r}, base_urls={self.config.base_urls!r})"
+
+    @property
+    def waits(self) -> Waits:
+        """Requests that waited for one of the `max_concurrency` connections (see `verifier.waits`)."""
+        return self._pool.waits
 
     async def aclose(self) -> None:
         await self._pool.aclose()
