@@ -7,12 +7,15 @@ budget instead, with two thirds of a core idle; raising the budget and the judge
 did more than a second replica (docs/scaling-serve.md, "What bounds one process"). An operator has
 the same figures in Prometheus: `cua_reward_wait_seconds_total{bound}` (`verifier.waits`) and
 `cua_reward_cpu_seconds_total`. `verdict` is the rule the benchmark prints, kept pure so that it
-is tested on its own.
+is tested on its own; `CpuShares` and `machine_load` say what the machine itself had left.
 """
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
+import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
 BOUNDS = ("bytes", "slots", "judge")
@@ -72,3 +75,44 @@ def verdict(before: dict[str, float], after: dict[str, float], *, scored: int, w
             "wait_s_per_verification": {b: round(d[f"wait_s:{b}"] / n, 3) for b in ("bytes", "slots")},
             "requests_that_waited": {b: int(d[f"waits:{b}"]) for b in BOUNDS},
             "cores_per_process": round(cores, 2), "bounds": met, "hints": [HINTS[b] for b in met]}
+
+
+def machine_load() -> str:
+    """The 1/5/15-minute load averages and core count: every figure is stated with them."""
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+class CpuShares:
+    """Where the machine's CPU went during a load, in cores (CPU seconds over wall seconds): the
+    service, the benchmark's own client and loopback judge, and everything else. Why: on a small
+    machine the harness competes with the service, and a throughput ratio (one process against N
+    replicas) is bounded by the cores left idle, which this shows."""
+
+    def __init__(self, *, judge: psutil.Process, client: psutil.Process) -> None:
+        self.procs = {"judge": judge, "client": client}
+        self.start = time.monotonic()
+        self.own = {k: sum(p.cpu_times()[:2]) for k, p in self.procs.items()}
+        self.machine = psutil.cpu_times()
+
+    def cores(self, *, service_cpu: float) -> dict[str, float]:
+        """Cores used (CPU seconds per wall second) by each part; "stolen" is time the hypervisor
+        gave to other guests (a VM's noise), "idle" what was left."""
+        wall = max(time.monotonic() - self.start, 1e-9)
+        now, n = psutil.cpu_times(), psutil.cpu_count() or 1
+
+        def delta(field: str) -> float:
+            return getattr(now, field, 0.0) - getattr(self.machine, field, 0.0)
+
+        # guest time is already inside user time: not counted twice
+        total = sum(delta(f) for f in now._fields if f not in ("guest", "guest_nice"))
+        if total <= 0:
+            return {}
+        idle, stolen = delta("idle") + delta("iowait"), delta("steal")
+        busy = (total - idle - stolen) / total * n
+        out = {"service": service_cpu / wall}
+        out.update({k: (sum(p.cpu_times()[:2]) - self.own[k]) / wall for k, p in self.procs.items()})
+        out["other"] = max(0.0, busy - sum(out.values()))
+        out["stolen"] = stolen / total * n
+        out["idle"] = idle / total * n
+        return {k: round(v, 2) for k, v in out.items()}

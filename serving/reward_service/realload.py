@@ -170,14 +170,6 @@ def verify_body(trajectory: Any) -> bytes:
     return json.dumps({"trajectory": trajectory.model_dump(mode="json")}).encode()
 
 
-def machine_load() -> str:
-    """The 1/5/15-minute load averages and core count: every figure is stated with them."""
-    import os
-
-    one, five, fifteen = os.getloadavg()
-    return f"load {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
-
-
 def start_service(judge_url: str, extra: list[str], *, env: dict[str, str] | None = None) -> tuple[Any, str]:
     """`serve-reward` in its own process against `judge_url`; returns (Popen, service URL)."""
     import os
@@ -214,41 +206,6 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     if after is not None:
         out[f"rss_{after}_mb"] = stats([r["rss_mb"][after] for r in runs])
     return out
-
-
-class CpuShares:
-    """Where the machine's CPU went during a load, in cores (CPU seconds over wall seconds): the
-    service, the benchmark's own client and loopback judge, and everything else. Why: on a small
-    machine the harness competes with the service, and a throughput ratio (one process against N
-    replicas) is bounded by the cores left idle, which this shows."""
-
-    def __init__(self, *, judge: psutil.Process, client: psutil.Process) -> None:
-        self.procs = {"judge": judge, "client": client}
-        self.start = time.monotonic()
-        self.own = {k: sum(p.cpu_times()[:2]) for k, p in self.procs.items()}
-        self.machine = psutil.cpu_times()
-
-    def cores(self, *, service_cpu: float) -> dict[str, float]:
-        """Cores used (CPU seconds per wall second) by each part; "stolen" is time the hypervisor
-        gave to other guests (a VM's noise), "idle" what was left."""
-        wall = max(time.monotonic() - self.start, 1e-9)
-        now, n = psutil.cpu_times(), psutil.cpu_count() or 1
-
-        def delta(field: str) -> float:
-            return getattr(now, field, 0.0) - getattr(self.machine, field, 0.0)
-
-        # guest time is already inside user time: not counted twice
-        total = sum(delta(f) for f in now._fields if f not in ("guest", "guest_nice"))
-        if total <= 0:
-            return {}
-        idle, stolen = delta("idle") + delta("iowait"), delta("steal")
-        busy = (total - idle - stolen) / total * n
-        out = {"service": service_cpu / wall}
-        out.update({k: (sum(p.cpu_times()[:2]) - self.own[k]) / wall for k, p in self.procs.items()})
-        out["other"] = max(0.0, busy - sum(out.values()))
-        out["stolen"] = stolen / total * n
-        out["idle"] = idle / total * n
-        return {k: round(v, 2) for k, v in out.items()}
 
 
 def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, after_s: float,
@@ -290,8 +247,8 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
             time.sleep(1.2)  # replicas: every peer's counters in /metrics (snapshots of 1 s)
             metrics0 = bounds.read(httpx.get(url + "/metrics", timeout=30).text)
             cpu0, roles0 = watch.cpu(), watch.cpu_roles()
-            load_before = machine_load()
-            harness = CpuShares(judge=psutil.Process(judge.proc.pid), client=psutil.Process())
+            load_before = bounds.machine_load()
+            harness = bounds.CpuShares(judge=psutil.Process(judge.proc.pid), client=psutil.Process())
             with watch:
                 figures = asyncio.run(post_all(url + "/v1/verify", bodies, clients=clients, tasks=tasks))
                 cpu, roles = watch.cpu() - cpu0, watch.cpu_roles()
@@ -317,7 +274,7 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
                        "end_of_load": round(end_rss / mb), f"after_{after_s:g}s": round(after_rss / mb)},
             "memory_mb_by_process": {"baseline": base_roles, "end_of_load": end_roles,
                                      f"after_{after_s:g}s": after_roles},
-            "machine": {"before": load_before, "after": machine_load(), "cores_busy": shares},
+            "machine": {"before": load_before, "after": bounds.machine_load(), "cores_busy": shares},
             "bounds": bounds.verdict(metrics0, metrics1, scored=figures["scored"], wall_s=figures["wall_s"],
                                      processes=len(figures.get("rollouts_by_replica") or [1])),
             "warmup": warmup,

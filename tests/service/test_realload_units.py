@@ -11,7 +11,7 @@ psutil = pytest.importorskip("psutil")
 
 
 def test_cpu_shares_attribute_the_cores_to_the_process_that_used_them():
-    from serving.reward_service.realload import CpuShares
+    from serving.reward_service.bounds import CpuShares
 
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
