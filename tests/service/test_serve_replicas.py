@@ -37,7 +37,7 @@ def served():
     judge = LoopbackJudge(latency_s=0.05).start()
     settings = RewardSettings(judge={"base_urls": [judge.url], "model": "echo", "max_concurrency": 32,
                                      "backoff_initial_s": 0.05, "timeout_s": 60})
-    dep = ServeDeployment(settings, ServiceConfig(port=0, api_key_env=KEY_ENV, grace_s=5))
+    dep = ServeDeployment(settings, ServiceConfig(port=0, api_key_env=KEY_ENV, grace_s=8))
     try:
         dep.start(1)
         yield dep, judge
@@ -178,7 +178,9 @@ def test_shutdown_drains_then_answers_typed_503(served):
     """Stopping: running rollouts finish, new ones get the service's 503 + Retry-After (from the
     draining replica, then from the proxy's gate once Ray Serve has deleted the deployment)."""
     dep, judge = served
-    judge.latency_s = 0.4  # a rollout takes a few seconds: still running when the drain starts
+    # a rollout takes several seconds: still running when every replica has read the drain order
+    # (up to 2 s with the snapshots' age), so the late requests meet a draining replica first
+    judge.latency_s = 0.6  # ~4 s a rollout, within the fixture's grace_s (8 s)
 
     async def scenario() -> tuple[list, list]:
         async with httpx.AsyncClient(timeout=60) as client:
@@ -190,11 +192,14 @@ def test_shutdown_drains_then_answers_typed_503(served):
             running = [asyncio.create_task(post(f"drain-{k}")) for k in range(2)]
             await asyncio.sleep(0.5)
             deleting = asyncio.create_task(asyncio.to_thread(dep.delete))
-            # a request that reaches a replica before it has read the drain order (polled every
-            # second) is still served: the late ones go once the deployment says it is draining
+            # a request that reaches a replica before it has read the drain order (each polls every
+            # second) is still served: the late ones go once no replica takes new work. Waiting for
+            # `status` alone was a race: it is the answering replica's, and the late task's replica
+            # could read the order up to a second later (a late 200, seen once in CI).
             while not deleting.done():
                 health = await client.get(dep.url + "/health")
-                if health.status_code == 200 and health.json().get("status") == "draining":
+                if health.status_code == 200 and health.json().get("status") == "draining" \
+                        and health.json()["replicas"]["ready"] == 0:
                     break
                 await asyncio.sleep(0.1)
             late = []
