@@ -97,6 +97,7 @@ class VerifierSession:
         self._verifier_config = self._build_verifier_config()
         self.runs = 0  # pipeline runs started (tests and metrics read it)
         self.slot_waits = Waits()  # rollouts that found every `max_concurrency` slot taken
+        self._judge_waits: list[Waits] = []  # each loop's judge's (a few bytes per loop ever run)
         factory = settings.cache_factory
         # StageCache keeps finished values as plain data and in-flight tasks per loop, so one
         # instance serves every loop: the rubric of a task is generated once per process.
@@ -140,6 +141,8 @@ class VerifierSession:
             st = self._loops.get(loop)
             if st is None:
                 st = self._loops[loop] = _LoopState(self)
+                if isinstance(waits := getattr(st.judge, "waits", None), Waits):
+                    self._judge_waits.append(waits)  # kept past its loop: the sum never goes back
             return st
 
     # ---- the single flight --------------------------------------------------------------------
@@ -249,10 +252,11 @@ class VerifierSession:
 
     def waits(self) -> dict[str, Waits]:
         """Waits at this session's bounds: rollout slots, and the judge's connections (summed over
-        the judges of every loop; a judge without a pool, such as a scripted one, has none)."""
+        the judges of every loop this session has run on, closed ones included, so the total is a
+        counter; a judge without a pool, such as a scripted one, has none)."""
         with self._lock:
-            judges = [getattr(st.judge, "waits", None) for st in self._loops.values()]
-        return {"slots": self.slot_waits, "judge": Waits.total([w for w in judges if isinstance(w, Waits)])}
+            judges = list(self._judge_waits)
+        return {"slots": self.slot_waits, "judge": Waits.total(judges)}
 
     async def aclose(self) -> None:
         """Close the judge bound to the running loop (offline scoring calls this at the end)."""

@@ -58,22 +58,25 @@ def read(metrics_text: str) -> dict[str, float]:
 
 
 def verdict(before: dict[str, float], after: dict[str, float], *, scored: int, wall_s: float,
-            processes: int = 1) -> dict[str, Any]:
+            processes: int = 1, cores: float | None = None) -> dict[str, Any]:
     """What set the pace of the load between two `read`s. `waiting_share`: of their time, the share
     requests spent waiting for bytes and for a slot, and judge calls for a connection. `bounds`:
     `cpu` when a process used >= `CPU_BOUND_CORES` of a core, then every bound with a share >=
-    `MIN_SHARE` (largest first), else `latency`; `hints`: the setting to change for each."""
+    `MIN_SHARE` (largest first), else `latency`; `hints`: the setting to change for each. `cores`:
+    the cores per process over the load when the caller measured them (the benchmark does, from
+    /proc, over the load's window exactly); else the service's CPU counter over `wall_s`."""
     d = {k: after[k] - before[k] for k in after}
     time_of = {"bytes": d["request_s"], "slots": d["request_s"], "judge": d["judge_s"]}
     share = {b: round(d[f"wait_s:{b}"] / time_of[b], 3) if time_of[b] > 0 else 0.0 for b in BOUNDS}
-    cores = d["cpu_s"] / max(wall_s, 1e-9) / max(1, processes)
+    if cores is None:
+        cores = d["cpu_s"] / max(wall_s, 1e-9) / max(1, processes)
     met = (["cpu"] if cores >= CPU_BOUND_CORES else []) + sorted(
         (b for b in BOUNDS if share[b] >= MIN_SHARE), key=lambda b: -share[b])
     met = met or ["latency"]
     n = max(1, scored)
     return {"waiting_share": share,
             "wait_s_per_verification": {b: round(d[f"wait_s:{b}"] / n, 3) for b in ("bytes", "slots")},
-            "requests_that_waited": {b: int(d[f"waits:{b}"]) for b in BOUNDS},
+            "times_waited": {b: int(d[f"waits:{b}"]) for b in BOUNDS},
             "cores_per_process": round(cores, 2), "bounds": met, "hints": [HINTS[b] for b in met]}
 
 

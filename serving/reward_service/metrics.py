@@ -70,9 +70,9 @@ class _Live(Collector):
 
 
 def _waits(waits: dict[str, Any]) -> Iterator[Any]:
-    count = CounterMetricFamily("cua_reward_waits", "requests that found a bound full: bytes "
-                                "(--max-inflight-mb), slots (rollouts at once), judge (judge calls at once)",
-                                labels=["bound"])
+    count = CounterMetricFamily("cua_reward_waits", "times a bound was found full: bytes (--max-inflight-mb, "
+                                "per request), slots (rollouts at once, per rollout), judge (connections, per "
+                                "HTTP attempt, retries included)", labels=["bound"])
     seconds = CounterMetricFamily("cua_reward_wait_seconds", "time spent waiting at each bound", labels=["bound"])
     for bound, w in waits.items():
         count.add_metric([bound], w.count)

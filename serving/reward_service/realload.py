@@ -21,6 +21,8 @@ from typing import Any
 
 import psutil
 
+from . import bounds
+
 
 def _read_tree(proc: psutil.Process, read: Callable[[psutil.Process], Any]) -> Iterator[tuple[psutil.Process, Any]]:
     """(process, read(process)) for `proc` and each live descendant; one that vanished meanwhile
@@ -208,18 +210,24 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _metrics(url: str) -> dict[str, float]:
+    """The service's figures for `bounds.verdict`, from its /metrics; an error answer raises
+    rather than read as zeros (a verdict of nothing waited)."""
+    import httpx
+
+    resp = httpx.get(url + "/metrics", timeout=30)
+    resp.raise_for_status()
+    return bounds.read(resp.text)
+
+
 def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, after_s: float,
              service_args: list[str], warmup: int = 0) -> dict[str, Any]:
     """One real-screenshot load against a fresh service; the figures (see the recipe). `warmup`
     rollouts of their own task (their own screenshots) are verified before the clocks start: what
     a process does once (TLS context, templates, per-call output classes) is not per-verification
     work, and a training run's service pays it once in thousands of verifications."""
-    import httpx
-
     from verifier.perf.run import start_latency_judge
     from verifier.perf.shots import describe, source_pngs, trajectory
-
-    from . import bounds
 
     sources = source_pngs()
     bodies, tasks = [], []
@@ -244,8 +252,8 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
                 warmed = asyncio.run(post_all(url + "/v1/verify", warm, clients=1))
                 if warmed["scored"] != warmup:
                     raise RuntimeError(f"warm-up rollouts not scored: {warmed['errors']}")
-            time.sleep(1.2)  # replicas: every peer's counters in /metrics (snapshots of 1 s)
-            metrics0 = bounds.read(httpx.get(url + "/metrics", timeout=30).text)
+            time.sleep(2.2)  # replicas: every peer's counters in /metrics (1 s snapshots, 1 s view)
+            metrics0 = _metrics(url)
             cpu0, roles0 = watch.cpu(), watch.cpu_roles()
             load_before = bounds.machine_load()
             harness = bounds.CpuShares(judge=psutil.Process(judge.proc.pid), client=psutil.Process())
@@ -256,13 +264,16 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
                 end_rss, end_roles = watch.rss(), watch.memory_roles()
                 time.sleep(after_s)
                 after_rss, after_roles = watch.rss(), watch.memory_roles()
-                metrics1 = bounds.read(httpx.get(url + "/metrics", timeout=30).text)
+                metrics1 = _metrics(url)
         finally:
             proc.terminate()
             proc.wait(180)  # a Ray Serve deployment drains, then its local Ray stops
     finally:
         judge.stop()
     mb = 2**20
+    replicas = len(figures.get("rollouts_by_replica") or [1])
+    verifying = "ServeReplica" if "ServeReplica" in roles else "serve-reward"  # the processes that verify
+    service_cores = roles.get(verifying, 0.0) - roles0.get(verifying, 0.0)
     return {"shots": describe(sources), "m": m, "requests": n, "clients": clients,
             "body_mb_each": round(sum(map(len, bodies)) / n / mb, 1), **figures,
             "per_minute": round(60 * figures["scored"] / figures["wall_s"], 1),
@@ -276,6 +287,6 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
                                      f"after_{after_s:g}s": after_roles},
             "machine": {"before": load_before, "after": bounds.machine_load(), "cores_busy": shares},
             "bounds": bounds.verdict(metrics0, metrics1, scored=figures["scored"], wall_s=figures["wall_s"],
-                                     processes=len(figures.get("rollouts_by_replica") or [1])),
+                                     processes=replicas, cores=service_cores / figures["wall_s"] / replicas),
             "warmup": warmup,
             "service_args": service_args}

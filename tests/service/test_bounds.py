@@ -35,6 +35,46 @@ async def test_waited_counts_only_acquires_that_blocked_and_for_how_long():
     assert Waits.total([waits, Waits(2, 1.0)]) == Waits(3, waits.seconds + 1.0)
 
 
+async def test_a_wait_cut_short_by_cancellation_counts_too():
+    """A rollout cancelled by its deadline while waiting for a slot waited all the same: under
+    overload those are the waits that matter most."""
+    sem, waits = asyncio.Semaphore(0), Waits()
+
+    async def wait_forever():
+        async with waited(sem, waits):
+            pass
+
+    task = asyncio.create_task(wait_forever())
+    await asyncio.sleep(0.1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert waits.count == 1 and waits.seconds >= 0.09
+    sem.release()
+    assert not sem.locked()  # the cancelled waiter took nothing
+
+
+def test_judge_waits_are_a_counter_across_event_loops():
+    """The session's judge waits sum every loop's judge, closed loops included: a sum over live
+    loops only would go back when one closes, which Prometheus reads as a reset."""
+    from verifier.session import VerifierSession
+    from verifier.settings import RewardSettings
+
+    class PooledJudge:  # a judge with a connection pool's counter, as OpenAICompatJudge has
+        def __init__(self):
+            self.waits = Waits()
+
+    session = VerifierSession(RewardSettings(judge_factory=PooledJudge))
+
+    async def one_loop(seconds: float) -> None:
+        session.judge_for_loop().waits.add(seconds)
+        await session.aclose()  # the loop's state is dropped
+
+    asyncio.run(one_loop(1.0))
+    asyncio.run(one_loop(2.0))
+    assert session.waits()["judge"] == Waits(2, 3.0)
+
+
 async def test_byte_budget_counts_a_wait_that_got_its_bytes_and_one_that_timed_out():
     budget = ByteBudget(100, wait_s=0.1)
     assert await budget.acquire(80)
@@ -81,7 +121,7 @@ def test_verdict_is_a_difference_of_two_readings():
     after = _reading(**{"request_s": 200.0, "wait_s:bytes": 95.0, "waits:bytes": 10.0, "cpu_s": 52.0})
     v = bounds.verdict(before, after, scored=4, wall_s=10.0)
     assert v["waiting_share"]["bytes"] == 0.05  # 5 s of 100, not 95 of 200
-    assert v["wait_s_per_verification"]["bytes"] == 1.25 and v["requests_that_waited"]["bytes"] == 1
+    assert v["wait_s_per_verification"]["bytes"] == 1.25 and v["times_waited"]["bytes"] == 1
     assert v["cores_per_process"] == 0.2 and v["bounds"] == ["latency"]
 
 
@@ -113,5 +153,8 @@ def test_a_real_service_counts_waits_at_each_bound_and_the_verdict_names_them(tm
     assert after["wait_s:slots"] > 0.3  # a whole verification of several 0.15 s calls
     assert after["judge_s"] > after["wait_s:judge"] > 0 and after["request_s"] > 0 and after["cpu_s"] > 0
     v = bounds.verdict(before, after, scored=4, wall_s=wall)
-    assert {"slots", "judge"} <= set(v["bounds"]) and "cpu" not in v["bounds"]
+    # 2 verifications on 1 connection: calls wait about half their time; the slot share depends on
+    # when the 4 requests arrive (the threshold itself is tested above)
+    assert "judge" in v["bounds"] and "cpu" not in v["bounds"]
+    assert v["waiting_share"]["slots"] > 0 and v["waiting_share"]["bytes"] > 0
     assert 'cua_reward_judge_seconds_total{stage=' in text
