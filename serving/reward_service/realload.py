@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 
 from . import bounds
+from .serve_board import PERIOD_S
 
 
 def _read_tree(proc: psutil.Process, read: Callable[[psutil.Process], Any]) -> Iterator[tuple[psutil.Process, Any]]:
@@ -252,7 +253,8 @@ def real_run(*, m: int, n: int, group: int, clients: int, latency_s: float, afte
                 warmed = asyncio.run(post_all(url + "/v1/verify", warm, clients=1))
                 if warmed["scored"] != warmup:
                     raise RuntimeError(f"warm-up rollouts not scored: {warmed['errors']}")
-            time.sleep(2.2)  # replicas: every peer's counters in /metrics (1 s snapshots, 1 s view)
+            # replicas: every peer's counters in /metrics (a snapshot each period, a view as old)
+            time.sleep(2 * PERIOD_S + 0.2)
             metrics0 = _metrics(url)
             cpu0, roles0 = watch.cpu(), watch.cpu_roles()
             load_before = bounds.machine_load()
