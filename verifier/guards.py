@@ -104,7 +104,7 @@ def _epoch(value: object) -> float | None:
         return v / 1000.0 if v > 1e11 else v
     if isinstance(value, str) and value.strip():
         try:
-            dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            dt = datetime.fromisoformat(value.strip())
         except ValueError:
             return None
         return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()

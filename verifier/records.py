@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .errors import ConfigError
 
 if TYPE_CHECKING:
-    from typing_extensions import Self  # typing.Self needs Python 3.11
+    from typing import Self
 
 log = logging.getLogger(__name__)
 

@@ -187,7 +187,7 @@ class VerifierSession:
         if fut is not None:  # another reward started it: wait for it, within our own deadline
             try:
                 return await asyncio.wait_for(asyncio.shield(fut), _remaining(deadline))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return Outcome(error=self._late(traj, "waiting for the verification another reward started"))
         fut = asyncio.get_running_loop().create_future()
         st.inflight[key] = fut
@@ -228,7 +228,7 @@ class VerifierSession:
         try:
             with deadline_at(deadline):  # the task wait_for creates copies this context
                 return await asyncio.wait_for(self._run_now(st, traj), limit)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             if deadline is None or asyncio.get_running_loop().time() < deadline:
                 raise  # not our budget: a TimeoutError the verifier let out (strict mode)
             return Outcome(error=self._late(traj, "before the verification finished"))

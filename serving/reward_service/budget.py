@@ -46,7 +46,7 @@ class ByteBudget:
                 start = time.monotonic()
                 try:
                     await asyncio.wait_for(self._freed.wait_for(lambda: self._fits(n)), self.wait_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     self.rejected += 1
                     return False
                 finally:

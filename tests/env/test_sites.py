@@ -84,9 +84,8 @@ def test_tasks_and_rows():
 def test_browser_is_an_optional_extra():
     import subprocess
     import sys
-    from pathlib import Path
-
     import tomllib
+    from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
     project = tomllib.loads((repo / "pyproject.toml").read_text())

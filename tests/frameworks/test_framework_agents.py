@@ -51,7 +51,8 @@ def _episode(venv: str, script: str, browser_ok: Any) -> tuple[dict[str, Any], i
     python = _python(venv)
     CountingJudge.images = 0
     with CountingJudge() as judge, Service(judge.url) as svc:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        # the framework env has the project installed into it: nothing is put on its path from here
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         run = subprocess.run([str(python), str(HERE / script), svc.url],
                              capture_output=True, text=True, timeout=600, cwd=REPO, env=env, check=False)
     assert run.returncode == 0, run.stderr[-4000:]

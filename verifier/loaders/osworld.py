@@ -21,7 +21,7 @@ The instruction is not in the result folder: it lives in the task config
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +155,7 @@ def _timestamp(value: Any) -> float | None:
     if not isinstance(value, str):
         return None
     try:
-        return datetime.strptime(value, "%Y%m%d@%H%M%S").replace(tzinfo=timezone.utc).timestamp()
+        return datetime.strptime(value, "%Y%m%d@%H%M%S").replace(tzinfo=UTC).timestamp()
     except ValueError:
         return None
 

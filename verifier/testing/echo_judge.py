@@ -34,7 +34,7 @@ from ..errors import ConfigError
 from ..network import is_loopback
 
 if TYPE_CHECKING:
-    from typing_extensions import Self  # typing.Self needs Python 3.11
+    from typing import Self
 
 FILLER = "scripted"
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a few screenshots at the judge's image size fit comfortably
