@@ -18,8 +18,9 @@ README = REPO / "README.md"
 DOCS = sorted((REPO / "docs").glob("*.md"))
 
 #: The README had 907 lines when issue 18 was filed and 1,030 before it was slimmed to about 690.
+#: It had 731 when "Reading a result" and the judge's flag-by-flag reference moved to docs/ (487 after).
 #: Detail goes to docs/*.md; raise this only with a reason.
-README_MAX_LINES = 800
+README_MAX_LINES = 700
 
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
