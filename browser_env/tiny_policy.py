@@ -3,9 +3,13 @@
 No model hub is reachable here and random weights almost never write a parseable tool call. So the
 smoke policy is a random-weight tiny LLaVA (CLIP vision tower + 1-layer Llama; its image processor
 needs no torchvision) that speaks TRL's Qwen3-VL chat template (so TRL parses its tool calls), with
-its outputs mapped onto valid actions: every scripted call in `ACTIONS` is one vocabulary entry
-(the exact text the template renders), and `_map_to_actions` sets a few weights so that an
-assistant turn samples one of those tokens, uniformly, then ends. Every rollout therefore calls a
+its outputs mapped onto valid actions: the body of every scripted call in `ACTIONS` (the exact
+text the template renders between `<tool_call>` and `</tool_call>`) is one vocabulary entry, and
+`_map_to_actions` sets a few weights so that an assistant turn is `<tool_call>`, one of those
+bodies (uniformly), `</tool_call>`, then ends. The tags are generated as their own token ids, as a
+real Qwen model does: transformers >= 5.25 parses generated token ids and only lets a control token
+(an added token the chat template contains, such as `<tool_call>`) delimit a tool call when it was
+generated as that id, not when it is spelled inside another token. Every rollout therefore calls a
 browser tool; which one is up to sampling. The actions are not good ones: the point is that GRPO,
 the browser and the verifier really run together. GRPO updates all weights from there.
 
@@ -19,11 +23,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-BUILD_VERSION = "5"
+BUILD_VERSION = "6"
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>"]
 TAGS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
 
-#: The calls the tiny policy can make (one token each).
+#: The calls the tiny policy can make (each body one token, between the tag tokens).
 ACTIONS = [("click", {"element": k}) for k in range(1, 9)] + [
     ("scroll", {"direction": "down"}), ("type", {"text": "mouse", "element": 3, "submit": True}),
     ("goto", {"url": "/shop/"}), ("go_back", {}), ("answer", {"text": "done"}),
@@ -46,7 +50,8 @@ def _corpus(tool_schemas: list[dict[str, Any]]) -> list[str]:
 
 
 def _action_tokens(template: str) -> list[str]:
-    """Each scripted tool call exactly as the chat template renders it: one vocabulary entry each."""
+    """The body of each scripted tool call exactly as the chat template renders it between
+    `<tool_call>` and `</tool_call>`: one vocabulary entry each (the tags are tokens of their own)."""
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
 
@@ -57,8 +62,8 @@ def _action_tokens(template: str) -> list[str]:
             [{"role": "user", "content": "u"}, {"role": "assistant", "content": "",
               "tool_calls": [{"type": "function", "function": {"name": name, "arguments": args}}]}],
             chat_template=template, tokenize=False)
-        start = text.index("<tool_call>")
-        out.append(text[start:text.index("</tool_call>") + len("</tool_call>")])
+        start = text.index("<tool_call>") + len("<tool_call>")
+        out.append(text[start:text.index("</tool_call>", start)])
     return out
 
 
@@ -130,13 +135,14 @@ def build_tiny_browser_policy(out_dir: str | os.PathLike[str], *, seed: int = 0)
 
 
 def _map_to_actions(model: Any, tok: Any, *, seed: int) -> None:
-    """Make the random policy answer every assistant turn with one action token, then stop.
+    """Make the random policy answer every assistant turn with one tool call, then stop.
 
     Attention and MLP outputs start at zero, so the next-token logits depend on the current token
-    only (a bigram model; GRPO updates those weights from there). Two orthogonal directions are
-    set: the end of the assistant header (`<|im_start|>assistant\n`) points at the action tokens,
-    all equally likely, and every action token points at `<|im_end|>`. Everything else stays
-    random. Milliseconds, deterministic, and no supervised pre-training needed.
+    only (a bigram model; GRPO updates those weights from there). Four orthogonal directions chain
+    the turn: the end of the assistant header (`<|im_start|>assistant\n`) points at `<tool_call>`,
+    `<tool_call>` at the action bodies (all equally likely), every body at `</tool_call>`, and
+    `</tool_call>` at `<|im_end|>`. Everything else stays random. Milliseconds, deterministic, and
+    no supervised pre-training needed.
     """
     import torch
 
@@ -145,22 +151,26 @@ def _map_to_actions(model: Any, tok: Any, *, seed: int) -> None:
                                      add_generation_prompt=True)
     last = tok.encode(header, add_special_tokens=False)[-1]
     actions = [tok.convert_tokens_to_ids(t) for t in _action_tokens(tok.chat_template)]
+    open_tag, close_tag = tok.convert_tokens_to_ids("<tool_call>"), tok.convert_tokens_to_ids("</tool_call>")
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for layer in lm.layers:
             layer.self_attn.o_proj.weight.zero_()
             layer.mlp.down_proj.weight.zero_()
         dim = lm.embed_tokens.weight.shape[1]
-        a, b = torch.randn(dim, generator=g), torch.randn(dim, generator=g)
-        b -= (b @ a) / (a @ a) * a
-        a, b = a / a.norm(), b / b.norm()
-        lm.embed_tokens.weight[last] = a
+        q, _ = torch.linalg.qr(torch.randn(dim, 4, generator=g))
+        header, opened, body, closed = q.T  # orthonormal: each step points at the next one only
+        lm.embed_tokens.weight[last] = header
+        lm.embed_tokens.weight[open_tag] = opened
         for t in actions:
-            lm.embed_tokens.weight[t] = b
-        k = 12.0 / dim ** 0.5  # RMSNorm turns a unit vector into sqrt(dim) * it: logit 12
+            lm.embed_tokens.weight[t] = body
+        lm.embed_tokens.weight[close_tag] = closed
+        k = 16.0 / dim ** 0.5  # RMSNorm turns a unit vector into sqrt(dim) * it: logit 16
+        model.lm_head.weight[open_tag] = header * k
         for t in actions:
-            model.lm_head.weight[t] = a * k
-        model.lm_head.weight[tok.eos_token_id] = b * k
+            model.lm_head.weight[t] = opened * k
+        model.lm_head.weight[close_tag] = body * k
+        model.lm_head.weight[tok.eos_token_id] = closed * k
 
 
 def load_tiny_browser_policy(path: str | os.PathLike[str]) -> tuple[Any, Any]:
