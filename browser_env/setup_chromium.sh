@@ -11,5 +11,14 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; the
   exit 1
 fi
 $SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core
+# the version the suite was last green with (locks/browser.txt), while Debian's archive has it
+lock="$(dirname "$0")/../locks/browser.txt"
+want=$(grep -E '^chromium=' "$lock" 2>/dev/null | cut -d= -f2- || true)
+spec=chromium
+if [ -n "$want" ]; then
+  if apt-cache madison chromium | grep -qF " $want "; then spec="chromium=$want"; else
+    echo "warning: Debian no longer has chromium $want (locks/browser.txt); installing $(apt-cache policy chromium | sed -n 's/ *Candidate: //p')" >&2
+  fi
+fi
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "$spec" fonts-dejavu-core
 command -v chromium

@@ -58,18 +58,19 @@ BASE_VENV = REPO_ROOT / ".cache" / "base-venv"
 
 
 def base_venv() -> Path:
-    """The python of a venv holding only the project's base dependencies (`pip install -e .`, no
-    extras), built once and cached under `.cache/base-venv` (rebuilt when pyproject.toml changes):
+    """The python of a venv holding only the project's base dependencies (`pip install -c
+    locks/dev.txt -e .`, no extras: the README's quick start), built once and cached under `.cache/base-venv` (rebuilt when pyproject.toml or the lock changes):
     the base-install client test and the installed-wheel test share it (each built its own, ~2-4
     min of the slow tier apiece)."""
-    stamp = hashlib.sha256((REPO_ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    lock = REPO_ROOT / "locks" / "dev.txt"
+    stamp = hashlib.sha256((REPO_ROOT / "pyproject.toml").read_bytes() + lock.read_bytes()).hexdigest()[:16]
     python = BASE_VENV / "bin" / "python"
     if python.exists() and (BASE_VENV / "stamp").exists() and (BASE_VENV / "stamp").read_text() == stamp:
         return python
     shutil.rmtree(BASE_VENV, ignore_errors=True)
     t0 = time.monotonic()
     subprocess.run([sys.executable, "-m", "venv", str(BASE_VENV)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "-e", str(REPO_ROOT)], check=True, timeout=900)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "-c", str(lock), "-e", str(REPO_ROOT)], check=True, timeout=900)
     (BASE_VENV / "stamp").write_text(stamp)
     print(f"base venv built in {time.monotonic() - t0:.0f} s")
     return python

