@@ -24,12 +24,11 @@ VARIANT=""
 VENV=".venv-judge"
 PY="${PYTHON:-python3.11}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
-# the locks: CUA_LOCK_DIR, else the checkout's locks/, else the copy inside the installed package
-LOCKS="${CUA_LOCK_DIR:-}"
-if [[ -z "$LOCKS" ]]; then
-  if [[ -f "$HERE/../locks/install.sh" ]]; then LOCKS="$HERE/../locks"; else LOCKS="$HERE/_locks"; fi
-fi
-source "$LOCKS/install.sh"
+# the installer and the locks: the checkout's locks/, else the copy inside the installed package;
+# CUA_LOCK_DIR reads the lock files from another folder (run_all.sh --latest)
+if [[ -f "$HERE/../locks/install.sh" ]]; then OWN_LOCKS="$HERE/../locks"; else OWN_LOCKS="$HERE/_locks"; fi
+source "$OWN_LOCKS/install.sh"
+LOCKS="${CUA_LOCK_DIR:-$OWN_LOCKS}"
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
