@@ -33,6 +33,9 @@ def test_wheel_ships_prompts_and_packages(wheel: Path) -> None:
         assert f"verifier/_prompts/{rel}" in names
     for pkg in ("verifier/__init__.py", "reward/__init__.py", "serving/__init__.py"):
         assert pkg in names
+    # setup-judge-env installs from the locks, which travel inside the package (serving/_locks)
+    for lock in ("install.sh", "judge-cpu.txt", "judge-gpu.txt"):
+        assert f"serving/_locks/{lock}" in names and "serving/setup_judge_env.sh" in names
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     requires = [line for line in zipfile.ZipFile(wheel).read(meta).decode().splitlines()
                 if line.startswith("Requires-Dist:") and "extra ==" not in line]
