@@ -168,13 +168,17 @@ class EchoJudgeServer:
         with self._lock:
             self.requests += 1
             n = self.requests
-        content = json.dumps(minimal_instance(schema))
+        content = json.dumps(self.reply_for(schema, body))
         return 200, {"id": f"chatcmpl-echo-{n}", "object": "chat.completion", "created": 0,
                      "model": body.get("model", "echo-judge"),
                      "choices": [{"index": 0, "finish_reason": "stop",
                                   "message": {"role": "assistant", "content": content}}],
                      "usage": {"prompt_tokens": 100, "completion_tokens": len(content) // 4,
                                "total_tokens": 100 + len(content) // 4}}
+
+    def reply_for(self, schema: dict[str, Any], body: dict[str, Any]) -> Any:
+        """The reply to one structured request (subclasses answer otherwise: the lenient judge)."""
+        return minimal_instance(schema)
 
     @property
     def url(self) -> str:
