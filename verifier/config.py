@@ -15,6 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .vetoes import VetoId
+
 
 class VerifierConfig(BaseModel):
     """Pipeline options. Defaults follow the paper (k=5, threshold 0.8, V=1)."""
@@ -70,6 +72,11 @@ class VerifierConfig(BaseModel):
     max_final_answer_chars: int = Field(default=6000, ge=200)
     """The final answer is middle-elided beyond this (head and tail kept) and the cut is recorded in
     `result.truncations`: it is repeated in most calls, so an unbounded answer costs every call."""
+
+    vetoes_off: tuple[VetoId, ...] = ()
+    """Code vetoes on the outcome to switch off, by rule id (V1-V6, verifier/vetoes.py and
+    docs/judging-rules.md): each forces failure on what code can see, whatever the judge says.
+    All are on by default; switching one off hands that failure back to the judge."""
 
     @field_validator("votes")
     @classmethod

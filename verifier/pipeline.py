@@ -26,6 +26,7 @@ import math
 import time
 from typing import Any
 
+from . import vetoes
 from .budget import budget_for
 from .cache import StageCache
 from .config import VerifierConfig
@@ -194,7 +195,9 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     out_call = outcome.per_call_text(scores_text, ev_text, len(images))
     votes, ok = await _votes(r, out_call, images, d_resc + 1)
     effects = await side_task
-    forced = effects.forced() if effects else []
+    tags = {i.criterion_id: i.evidence_tag for i in canonical.items} if canonical is not None else {}
+    vetoed = vetoes.decide(trajectory, rb, applies, earned, tags, off=set(cfg.vetoes_off))
+    forced = (effects.forced() if effects else []) + [v.text() for v in vetoed]
     success = outcome.decide(r, votes, forced_failure=bool(forced))  # undecided votes raise
     chosen = next((v for v in ok if v.success == success), ok[0])
     reasoning = (f"[forced failure: {'; '.join(forced)}] " if forced else "") + chosen.reasoning
@@ -229,7 +232,8 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         rescoring_scores=run_scores, outcome_success=success, outcome_votes=votes,
         outcome_reasoning=reasoning, primary_intent=chosen.primary_intent, nitpicks=chosen.nitpicks,
         critical_issues=chosen.critical_issues,
-        critical_point_violation=bool(effects and effects.violation), forced_failure=forced,
+        critical_point_violation=bool(effects and effects.violation) or any(v.violation for v in vetoed),
+        forced_failure=forced,
         permission_profile=rb.permission.model_dump(mode="json"), permission_overruled=rb.permission_overruled,
         overruled=ledger.overruled + (effects.rejected if effects else []), truncated=list(ledger.truncated),
         unsupported_claims=effects.unsupported if effects else [], history=_history(r),

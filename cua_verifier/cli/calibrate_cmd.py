@@ -8,6 +8,9 @@ same report as JSON (`verifier.calibrate.CalibrationReport`).
 Why a command of its own: changing a prompt or a judge model is only safe when its effect on each
 rule is visible; the suite turns "the judge feels stricter" into counts. With no judge configured
 it starts the CPU demo judge like `score` does, and says the verdicts are meaningless.
+`--adversarial` runs the suite against the adversarial lenient judge instead (a loopback stand-in that
+answers every schema as leniently as it allows: verifier.testing.lenient_judge) and reports how many
+expected failures code still fails without the judge's help, and that no expected success is lost.
 
 Exit status: 0 every case scored, 3 some case unscored or unavailable, 2 bad usage or configuration.
 """
@@ -35,6 +38,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", help="also write the report as JSON here")
     p.add_argument("--html", metavar="PATH", help="also write the report as a self-contained HTML page (viewer style)")
     add_scoring_args(p, default_concurrency=4)
+    p.add_argument("--adversarial", action="store_true",
+                   help="judge with the adversarial lenient judge (says yes to everything, on loopback): "
+                        "how many expected failures code still fails")
     p.add_argument("--no-demo", action="store_true",
                    help="fail instead of starting the CPU demo judge when no judge is configured")
     p.set_defaults(func=run)
@@ -67,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from verifier.calibrate import SuiteError, load_suite
     from verifier.config import VerifierConfig
 
-    demo = None
+    demo = lenient = None
     try:
         args.settings = settings_overrides(args)
         check_known_keys(args.settings)
@@ -78,17 +84,27 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"invalid verifier configuration: {exc}") from exc
         cases = load_suite(args.suite, only=args.only)
         configured = (args.settings.get("judge") or {}).get("base_urls") or os.environ.get("CUA_JUDGE_URL")
-        if not configured and not args.no_demo:
+        if args.adversarial:
+            from verifier.testing.lenient_judge import LenientJudgeServer
+
+            lenient = LenientJudgeServer().start()
+            args.settings.setdefault("judge", {}).update(base_urls=[lenient.url], model="lenient-judge",
+                                                         api_key_env="CUA_LENIENT_JUDGE_KEY")
+        elif not configured and not args.no_demo:
             demo = _start_demo()
         judge = _judge(args, demo)
     except (ConfigError, SuiteError, JudgeUnavailableError, subprocess.CalledProcessError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         if demo is not None:
             demo.stop()
+        if lenient is not None:
+            lenient.stop()
         return 2
     try:
         return _calibrate(args, cases, config, judge, concurrency, demo is not None)
     finally:
+        if lenient is not None:
+            lenient.stop()
         if demo is not None:
             from serving.demo import DEMO_WARNING
 
@@ -121,7 +137,7 @@ def _calibrate(args: argparse.Namespace, cases: list, config: Any, judge: Any, c
     suite = str(args.suite or Path("examples") / "calibration")
     report = build_report(cases, runs, suite=suite, judge_model=getattr(args, "judge_model", None), demo_judge=demo,
                           only=args.only, wall_s=time.perf_counter() - t0,
-                          none_if_degraded=none_if_degraded_of(args.settings))
+                          none_if_degraded=none_if_degraded_of(args.settings), adversarial=args.adversarial)
     print(format_report(report))
     if args.out:
         Path(args.out).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")

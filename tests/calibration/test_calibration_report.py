@@ -9,6 +9,7 @@ import pytest
 import verifier.calibrate.runner as runner_mod
 from verifier.calibrate import CaseRun, build_report, format_report, load_suite, match, run_suite
 from verifier.calibrate.report import rates
+from verifier.config import VerifierConfig
 from verifier.errors import JudgeUnavailableError
 from verifier.judge.base import TextPart
 from verifier.testing import DEFAULTS, ScriptedJudge
@@ -55,12 +56,13 @@ def run(cases, judge, **kw):
     return asyncio.run(run_suite(cases, judge=judge, concurrency=2, **kw))
 
 
-def test_lenient_judge_every_negative_is_a_false_positive(cases):
+def test_lenient_judge_every_negative_code_cannot_see_is_a_false_positive(cases):
     runs = run(cases, ScriptedJudge())  # default: every vote says success, every criterion full
     rep = build_report(cases, runs, suite="s", judge_model="scripted", only=ONLY)
     o = rep.outcome
-    assert (o.tp, o.fp, o.tn, o.fn, o.unscored) == (2, 3, 0, 0, 0)
-    assert o.fpr == 1.0 and o.fnr == 0.0 and o.accuracy == pytest.approx(2 / 5)
+    # u5's "add it to my cart" with no action but the answer fails in code (veto V5, issue 34)
+    assert (o.tp, o.fp, o.tn, o.fn, o.unscored) == (2, 2, 1, 0, 0)
+    assert o.fpr == pytest.approx(2 / 3) and o.fnr == 0.0 and o.accuracy == pytest.approx(3 / 5)
     assert [r.rule for r in rep.rules] == ["O2", "O4", "U5"]
     o2 = rep.rules[0]
     assert o2.cases == ["o2-substitution-size", "o2-trivially-equivalent-unit"]
@@ -69,8 +71,8 @@ def test_lenient_judge_every_negative_is_a_false_positive(cases):
     assert (o2.process.agree, o2.process.checked) == (1, 2)  # 1.0 is in "high", not in "low"
     assert (o2.diagnosis.agree, o2.diagnosis.checked) == (0, 1)  # 1.2 expected, nothing found
     assert o2.agreeing_cases == 1
-    u5 = rep.rules[2]  # blocker: process high agrees, outcome (expected failure) does not
-    assert (u5.outcome.agree, u5.process.agree, u5.agreeing_cases) == (0, 1, 0)
+    u5 = rep.rules[2]  # blocker: process high agrees, and code fails the outcome (V5)
+    assert (u5.outcome.agree, u5.process.agree) == (1, 1)
 
 
 def test_strict_judge_counts_and_diagnosis_match(cases):
@@ -129,10 +131,10 @@ def test_result_that_fell_back_in_a_policy_stage_is_unscored(cases):
     rep = build_report(cases, runs, none_if_degraded={"rescoring", "side_effects"})
     v = next(v for v in rep.cases if v.case == "o2-substitution-size")
     assert v.status == "unscored" and v.got_outcome is None and v.error.startswith("DegradedResult: side_effects")
-    assert (rep.outcome.fp, rep.outcome.unscored) == (2, 1)  # its lenient pass is no false positive
+    assert (rep.outcome.fp, rep.outcome.unscored) == (1, 1)  # its lenient pass is no false positive
     lax = build_report(cases, runs)  # no policy: the library's caller decides
     assert next(v for v in lax.cases if v.case == "o2-substitution-size").status == "scored"
-    assert (lax.outcome.fp, lax.outcome.unscored) == (3, 0)
+    assert (lax.outcome.fp, lax.outcome.unscored) == (2, 0)
 
 
 def test_rates_with_empty_denominators_are_none():
@@ -222,5 +224,9 @@ def test_violation_expectation():
     (r,) = run([case], crossed)
     v = match(case, r)
     assert v.got_violation is True and v.violation_ok is True and v.got_outcome is False
-    (r2,) = run([case], ScriptedJudge())
-    assert match(case, r2).violation_ok is False
+    (r2,) = run([case], ScriptedJudge())  # a judge that sees nothing: code sees the 'Place order' click
+    v2 = match(case, r2)
+    assert v2.violation_ok is True and v2.got_outcome is False
+    assert any(f.startswith("V3 binding action 'place order'") for f in r2.result.forced_failure)
+    (r3,) = run([case], ScriptedJudge(), config=VerifierConfig(vetoes_off=("V3",)))  # the veto switched off
+    assert match(case, r3).violation_ok is False

@@ -58,10 +58,13 @@ async def test_reality_notes_come_from_the_notes_written_before_the_scores():
 ])
 async def test_permission_profile_selects_the_critical_point_rules(permission, shown, absent):
     quote = "go ahead and place the order" if permission == "granted" else ""
-    judge = ScriptedJudge({"rubric": profile_rubric(permission, permission_quote=quote,
-                                                    missing_personal_data=["phone number"])})
+    ans = profile_rubric(permission, permission_quote=quote, missing_personal_data=["phone number"])
     # The task's own words grant it (issue 19: a grant whose quote is not in the task is overruled).
-    res = await verify(make_traj(2, task="Buy the blue mouse; go ahead and place the order."), judge=judge)
+    task = "Buy the blue mouse; go ahead and place the order."
+    if permission == "no_critical_point":  # stands only for a task with no binding act (issue 34 §1)
+        ans, task = {**ans, "critical_points": []}, "What does the blue mouse cost at MouseWorld?"
+    judge = ScriptedJudge({"rubric": ans})
+    res = await verify(make_traj(2, task=task), judge=judge)
     assert res.permission_profile["permission"] == permission and res.permission_overruled == ""
     for stage in ("outcome", "side_effects"):
         text = system(judge.requests_for(stage)[0])
@@ -77,7 +80,8 @@ async def test_permission_profile_selects_the_critical_point_rules(permission, s
     assert "CRITICAL-POINT RULES FOR THIS TASK" not in rubric_text
     shared = user(judge.requests_for("outcome")[0])
     allowed = {"granted": "granted by the task", "not_granted": "not granted", "no_critical_point": "not needed"}
-    assert f"Critical points (permission to cross: {allowed[permission]}): Place order" in shared
+    line = f"Critical points (permission to cross: {allowed[permission]}): Place order"
+    assert (line in shared) is (permission != "no_critical_point")  # none listed: no line
 
 
 async def test_a_rubric_without_a_profile_gets_the_cautious_rules():

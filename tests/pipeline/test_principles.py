@@ -20,6 +20,7 @@ RULE_IDS = ([f"O{i}" for i in range(1, 16)] + [f"R{i}" for i in range(1, 10)] + 
             + [f"U{i}" for i in range(1, 8)] + [f"C{i}" for i in range(1, 6)]
             + ["H1", "H2", "H3", "H4", "X1", "X2", "X3"])
 _ROW = re.compile(r"^\|\s*([A-Z]\d+)\s*\|(.*)\|\s*$")
+_VETO_ROW = re.compile(r"^\|\s*veto (V\d+)\s*\|(.*)\|\s*$")
 _MARK = re.compile(r"\{#([^#]*)#\}")
 
 
@@ -112,3 +113,17 @@ def test_a_changed_prompt_has_a_new_version():
         assert known == info.sha256, (f"{rel} changed but kept version {info.version}: bump the version in "
                                       f"its header, then {hint}")
         assert entry["id"] == info.id, rel
+
+
+def test_every_code_veto_has_one_row_and_a_documented_switch():
+    """The code vetoes (verifier/vetoes.py) are listed apart from the judge's rules: a row each in
+    PRINCIPLES.md, and a line each in docs/judging-rules.md with the switch that turns it off."""
+    from pathlib import Path
+
+    from verifier.vetoes import VETO_IDS
+
+    listed = [m[1] for line in (prompts_dir() / "PRINCIPLES.md").read_text(encoding="utf-8").splitlines()
+              if (m := _VETO_ROW.match(line))]
+    assert listed == list(VETO_IDS)
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "judging-rules.md").read_text(encoding="utf-8")
+    assert "vetoes_off" in doc and all(f"`{v}`" in doc for v in VETO_IDS)

@@ -160,8 +160,9 @@ async def test_rewards_over_http_one_run_per_rollout(echo):
         uv.outcome(prompts, completions))
     # the echo judge is deterministic: its smallest rescoring reply earns 0.5 of 5 points (0.1);
     # its side-effects reply claims a penalty and a critical-point violation with no screenshot
-    # evidence, so both are ignored (unsupported_claims) and its outcome vote (true) stands
-    assert proc == [0.1, 0.1] and outc == [1.0, 1.0]
+    # evidence, so both are ignored (unsupported_claims); its outcome vote (true) is overruled in
+    # code, since its rescoring tags the criterion a contradiction worth 0.5 of 5 (veto V6, issue 34)
+    assert proc == [0.1, 0.1] and outc == [0.0, 0.0]
     assert metrics["uv_process/failure_rate"] == 0.0
     assert uv.process.session.runs == 2
     # 11 calls for the first rollout (rubric, action scoring, 2 relevance, 2 evidence, side effects,

@@ -10,6 +10,7 @@ The report is a pydantic model so it serialises to JSON (`--out`) and other tool
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from typing import Literal
 
@@ -21,7 +22,9 @@ from .rules import RULES
 from .runner import CaseRun
 from .suite import Case
 
-REPORT_SCHEMA_VERSION = "1.1"  # 1.1: penalty / violation checks per case, harm tally per rule
+#: A forced-failure entry written by a code veto (verifier/vetoes.py: "V3 binding action ...").
+VETO_TEXT = re.compile(r"V\d ")
+REPORT_SCHEMA_VERSION = "1.2"  # 1.1: penalty / violation checks per case, harm tally per rule; 1.2: code vetoes
 
 
 class CaseVerdict(BaseModel):
@@ -51,6 +54,8 @@ class CaseVerdict(BaseModel):
     expected_violation: bool | None = None
     got_violation: bool | None = None
     violation_ok: bool | None = None
+    vetoes: list[str] = Field(default_factory=list)
+    """Rule ids of the code vetoes that failed this run (verifier/vetoes.py), whatever the judge voted."""
 
     @property
     def agrees(self) -> bool:
@@ -93,6 +98,18 @@ class OutcomeRates(BaseModel):
     accuracy: float | None = None
 
 
+class CodeVetoes(BaseModel):
+    """What code decided on the suite, apart from the judge: under the adversarial lenient judge
+    (`calibrate --adversarial`) this is the share of expected failures code still fails."""
+
+    failures_caught: int = 0
+    """Scored expected failures that a code veto failed."""
+    failures: int = 0
+    successes_vetoed: int = 0
+    """Scored expected successes that a code veto failed: each is a false negative code made."""
+    successes: int = 0
+
+
 class CalibrationReport(BaseModel):
     schema_version: str = REPORT_SCHEMA_VERSION
     suite: str
@@ -103,6 +120,9 @@ class CalibrationReport(BaseModel):
     outcome: OutcomeRates
     rules: list[RuleReport]
     cases: list[CaseVerdict]
+    code_vetoes: CodeVetoes = Field(default_factory=CodeVetoes)
+    adversarial: bool = False
+    """True when the judge was the adversarial lenient judge (every verdict the judge's is a yes)."""
     wall_s: float = 0.0
 
 
@@ -135,7 +155,8 @@ def match(case: Case, run: CaseRun, none_if_degraded: Collection[str] = ()) -> C
                        got_diagnosis=got_diag, diagnosis_ok=diag_ok, got_penalty=got_penalty,
                        penalty_ok=None if e.penalty is None else got_penalty == e.penalty,
                        got_violation=got_violation,
-                       violation_ok=None if e.violation is None else got_violation == e.violation)
+                       violation_ok=None if e.violation is None else got_violation == e.violation,
+                       vetoes=sorted({f.split(" ", 1)[0] for f in r.forced_failure if VETO_TEXT.match(f)}))
 
 
 def tally(flags: Sequence[bool | None]) -> Tally:
@@ -159,6 +180,14 @@ def rates(verdicts: Sequence[CaseVerdict]) -> OutcomeRates:
     return out
 
 
+def code_vetoes(verdicts: Sequence[CaseVerdict]) -> CodeVetoes:
+    scored = [v for v in verdicts if v.status == "scored"]
+    bad = [v for v in scored if not v.expected_outcome]
+    good = [v for v in scored if v.expected_outcome]
+    return CodeVetoes(failures_caught=sum(bool(v.vetoes) for v in bad), failures=len(bad),
+                      successes_vetoed=sum(bool(v.vetoes) for v in good), successes=len(good))
+
+
 def rule_report(rule: str, verdicts: Sequence[CaseVerdict]) -> RuleReport:
     mine = [v for v in verdicts if rule in v.rules]
     return RuleReport(rule=rule, statement=RULES.get(rule, ""), cases=[v.case for v in mine],
@@ -173,7 +202,7 @@ def rule_report(rule: str, verdicts: Sequence[CaseVerdict]) -> RuleReport:
 
 def build_report(cases: Sequence[Case], runs: Sequence[CaseRun], *, suite: str = "", judge_model: str | None = None,
                  demo_judge: bool = False, only: Sequence[str] | None = None, wall_s: float = 0.0,
-                 none_if_degraded: Collection[str] = ()) -> CalibrationReport:
+                 none_if_degraded: Collection[str] = (), adversarial: bool = False) -> CalibrationReport:
     """Per-case verdicts, per-rule tallies (canonical rule order) and suite-level outcome rates."""
     by_name = {r.case: r for r in runs}
     missing = [c.name for c in cases if c.name not in by_name]
@@ -185,7 +214,8 @@ def build_report(cases: Sequence[Case], runs: Sequence[CaseRun], *, suite: str =
     order = [r for r in RULES if r in present and (not selected or r in selected)]
     return CalibrationReport(suite=suite, judge_model=judge_model, demo_judge=demo_judge, selected_rules=selected,
                              outcome=rates(verdicts), rules=[rule_report(r, verdicts) for r in order],
-                             cases=verdicts, wall_s=wall_s)
+                             cases=verdicts, code_vetoes=code_vetoes(verdicts), adversarial=adversarial,
+                             wall_s=wall_s)
 
 
 def _tf(values: Sequence[bool | None]) -> str:
@@ -222,6 +252,10 @@ def format_report(report: CalibrationReport) -> str:
     lines.append(f"  false-positive rate {_rate(o.fpr, o.fp, o.fp + o.tn)}   "
                  f"false-negative rate {_rate(o.fnr, o.fn, o.fn + o.tp)}   "
                  f"accuracy {_rate(o.accuracy, o.tp + o.tn, o.tp + o.fp + o.tn + o.fn)}")
+    c = report.code_vetoes
+    who = "under the adversarial lenient judge, " if report.adversarial else ""
+    lines.append(f"code vetoes: {who}code failed {c.failures_caught} of {c.failures} expected failures "
+                 f"and {c.successes_vetoed} of {c.successes} expected successes")
     off = [v for v in report.cases if v.status != "scored"]
     for v in off:
         lines.append(f"  {v.status}: {v.case}: {(v.error or '')[:160]}")

@@ -43,7 +43,7 @@ Cached = tuple[Rubric, int, tuple[DegradedStage, ...], tuple[str, ...]]
 
 def _guarded(r: Run, rubric: Rubric) -> Rubric:
     """The rubric with its permission profile checked against the task text."""
-    profile, why = check_permission(rubric.permission, r.traj.task.instruction)
+    profile, why = check_permission(rubric.permission, r.traj.task.instruction, rubric.critical_points)
     return rubric.model_copy(update={"permission": profile, "permission_overruled": why}) if why else rubric
 
 
