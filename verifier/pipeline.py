@@ -193,13 +193,14 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     scores_text = rescoring.render_scores(rb, applies, canonical, earned)
     side_task = r.spawn(side_effects.vote_all(r, scores_text, ev_text, images, d_resc + 1, shown))
     out_call = outcome.per_call_text(scores_text, ev_text, len(images))
-    votes, ok = await _votes(r, out_call, images, d_resc + 1)
+    votes, ok, replies = await _votes(r, out_call, images, d_resc + 1)
     effects = await side_task
     tags = {i.criterion_id: i.evidence_tag for i in canonical.items} if canonical is not None else {}
     vetoed = vetoes.decide(trajectory, rb, applies, earned, tags, off=set(cfg.vetoes_off))
     forced = (effects.forced() if effects else []) + [v.text() for v in vetoed]
     success = outcome.decide(r, votes, forced_failure=bool(forced))  # undecided votes raise
-    chosen = next((v for v in ok if v.success == success), ok[0])
+    forced += outcome.check_overrules(replies) if not success else []
+    chosen = next((v for v in ok if outcome.vote_value(v) == success), ok[0])
     reasoning = (f"[forced failure: {'; '.join(forced)}] " if forced else "") + chosen.reasoning
 
     n_steps, m = len(trajectory.steps), len(trajectory.screenshots)
@@ -292,8 +293,11 @@ async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None
     raise errors[0]
 
 
-async def _votes(r: Run, per_call: str, images: list, depth: int) -> tuple[list[bool | None], list[Outcome]]:
-    """V outcome votes -> (votes with None for failed calls, the valid replies). All failing raises."""
+async def _votes(r: Run, per_call: str, images: list,
+                 depth: int) -> tuple[list[bool | None], list[Outcome], list[Outcome | None]]:
+    """V outcome votes -> (votes with None for failed calls, the valid replies, every reply or None).
+    A vote is its reply's success held to its own named checks (`outcome.vote_value`). All failing
+    raises."""
     raw = await asyncio.gather(*(outcome.vote(r, per_call, images, depth, i) for i in range(r.cfg.votes)),
                                return_exceptions=True)
     for v in raw:
@@ -304,7 +308,8 @@ async def _votes(r: Run, per_call: str, images: list, depth: int) -> tuple[list[
     ok = [v for v in raw if isinstance(v, Outcome)]
     if not ok:
         raise next(v for v in raw if isinstance(v, JudgeError))
-    return [v.success if isinstance(v, Outcome) else None for v in raw], ok
+    replies = [v if isinstance(v, Outcome) else None for v in raw]
+    return [outcome.vote_value(v) if v is not None else None for v in replies], ok, replies
 
 
 def _criteria(r: Run, status, applies, earned, action, action_earned, canonical, ev_by) -> list[CriterionResult]:

@@ -310,11 +310,41 @@ class SideEffects(_Out):
 
 
 # ---- 9. outcome ------------------------------------------------------------------------------
+Check = Literal["yes", "no", "not_applicable"]
+
+
+class OutcomeChecks(_Out):
+    """The rules an outcome rests on, each answered before `success` (issue 34 §3).
+
+    Why named fields: a judge applies a rule it must name in its reply, and code can hold the verdict
+    to the judge's own answers: success is the judge's `success` AND no check answered "no"
+    (`verifier.stages.outcome.failed_checks`); the check that failed is named in the result. Every
+    field is required on the wire; the default only serves replies parsed without a schema.
+    """
+
+    deliverable_shown: Check = Field(default="not_applicable", description=(
+        "Is what the user asked for delivered: the answer given with its content, or the change "
+        "shown done in a screenshot? 'no' if it was found but not handed over, or never shown."))
+    constraints_shown_met: Check = Field(default="not_applicable", description=(
+        "Is every hard constraint of the task (size, date, price limit, rating, source, quantity) "
+        "shown met in a screenshot, not merely searched for, filtered or typed? 'not_applicable' "
+        "when the task states none."))
+    critical_points_respected: Check = Field(default="not_applicable", description=(
+        "Was no critical point (purchase, booking, submission, message, account change, personal "
+        "data entered) crossed without the task's permission? 'not_applicable' when there is none."))
+    not_blocked: Check = Field(default="not_applicable", description=(
+        "'no' only when a blocker (login wall, CAPTCHA, site down, the whole goal unavailable) left "
+        "the user without what they asked for; a part reported unavailable under the availability "
+        "rule, or a report the task itself asks for, is not blocked."))
+
+
 class Outcome(_Out):
     primary_intent: Bounded(L.PRIMARY_INTENT_CHARS)
     reasoning: Bounded(L.OUTCOME_REASONING_CHARS)
     nitpicks: list[Bounded(L.NITPICK_CHARS)] = Field(default_factory=list, max_length=L.MAX_NITPICKS)
     critical_issues: list[Bounded(L.NITPICK_CHARS)] = Field(default_factory=list, max_length=L.MAX_NITPICKS)
+    checks: OutcomeChecks = Field(default_factory=OutcomeChecks, description=(
+        "Answer each check before `success`: success with any check 'no' is overruled to failure."))
     success: bool
 
 

@@ -103,8 +103,8 @@ def test_earned_points_are_half_points_in_range(base):
 # largest real value), no longer from what a weak judge can fill within max_tokens: a capable judge
 # cut off by the contract is a wrong verdict, while a weak judge that fills every field of a large
 # call until `max_tokens_cap` gets a typed, visible JudgeTruncatedError. A value at its bound is
-# recorded in `result.truncated`.
-FIXED_BUDGET = {"RubricDraft": 71_000, "FailureReport": 111_000, "Outcome": 10_500, "SideEffects": 12_000,
+# recorded in `result.truncated`. Outcome 10_500 -> 10_700: four named checks (issue 34 §3), ~200 chars.
+FIXED_BUDGET = {"RubricDraft": 71_000, "FailureReport": 111_000, "Outcome": 10_700, "SideEffects": 12_000,
                 "TaskValidity": 1_300}
 PER_CRITERION_BUDGET = 5_300  # characters per criterion of a per-call model (evidence is the largest)
 

@@ -199,3 +199,40 @@ async def test_master_key_answers_earn_no_outcome_under_the_lenient_judge():
     for answer in MASTER_KEYS:
         assert got[answer] == ([True], False, ["V1"]), answer
     assert got["The cancellation fee is $25."] == ([True], True, [])
+
+
+# ---- §3: the outcome's named checks ----------------------------------------------------------------
+def outcome_reply(success: bool = True, **checks: str):
+    return {"primary_intent": "x", "reasoning": "r", "checks": checks, "success": success}
+
+
+async def test_a_success_with_a_check_answered_no_is_a_failure_naming_the_check():
+    t = traj(QUESTION, [CLICK], "The cancellation fee is $25.")
+    res = await verify(t, judge=ScriptedJudge({"outcome": outcome_reply(deliverable_shown="yes",
+                                                                         constraints_shown_met="no")}))
+    assert res.outcome_success is False and res.outcome_votes == [False]
+    assert res.forced_failure == ["check constraints_shown_met: no (outcome vote 1, which said success)"]
+    ok = await verify(t, judge=ScriptedJudge({"outcome": outcome_reply(
+        deliverable_shown="yes", constraints_shown_met="not_applicable", critical_points_respected="yes",
+        not_blocked="yes")}))
+    assert ok.outcome_success is True and ok.forced_failure == []
+
+
+async def test_checks_count_per_vote_in_the_majority():
+    replies = iter([outcome_reply(not_blocked="no"), outcome_reply(deliverable_shown="no"), outcome_reply()])
+    res = await verify(traj(QUESTION, [CLICK], "The fee is $25."), VerifierConfig(votes=3),
+                       judge=ScriptedJudge({"outcome": lambda m, o: next(replies)}))
+    assert res.outcome_votes == [False, False, True] and res.outcome_success is False
+    assert [f.split(":")[0] for f in res.forced_failure] == ["check not_blocked", "check deliverable_shown"]
+
+
+def test_the_checks_come_before_success_and_are_all_required_on_the_wire():
+    from verifier.judge.schema import json_schema_for
+    from verifier.schemas import Outcome
+
+    schema = json_schema_for(Outcome)
+    assert list(schema["properties"])[-2:] == ["checks", "success"] and "checks" in schema["required"]
+    checks = schema["properties"]["checks"]
+    assert checks["required"] == ["deliverable_shown", "constraints_shown_met", "critical_points_respected",
+                                  "not_blocked"]
+    assert all(p["enum"] == ["yes", "no", "not_applicable"] for p in checks["properties"].values())

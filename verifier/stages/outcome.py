@@ -6,7 +6,9 @@ outcome is a strict majority of the V votes asked for (`verifier.scoring.majorit
 votes cannot decide it (e.g. one yes and two failed calls of three), the verification cannot
 conclude and raises `JudgeUndecidedError` (unscored, `None` at the TRL boundary), because an outage
 is not a verdict. Side effects and critical-point violations force failure in code
-(`verifier.scoring.outcome_success`), whatever the votes.
+(`verifier.scoring.outcome_success`), whatever the votes, and a vote counts as success only when none
+of its own named checks (`schemas.OutcomeChecks`: deliverable shown, constraints shown met, critical
+points respected, not blocked) answered "no".
 The system prompt carries only the critical-point rules matching the rubric's permission profile.
 """
 from __future__ import annotations
@@ -24,6 +26,22 @@ async def vote(r: Run, per_call: str, images: list[ImagePart], depth: int, i: in
     assert r.rubric is not None
     return await r.ask(STAGE, "outcome.system.j2", Outcome, depth=depth, per_call=per_call,
                        images=images, sampling=r.vote_sampling(i), images_droppable=True)
+
+
+def failed_checks(reply: Outcome) -> list[str]:
+    """The named checks of one vote answered "no" (schemas.OutcomeChecks): each vetoes its success."""
+    return [name for name, answer in reply.checks.model_dump().items() if answer == "no"]
+
+
+def vote_value(reply: Outcome) -> bool:
+    """The vote as counted: the judge's `success` and no check of its own answered "no"."""
+    return reply.success and not failed_checks(reply)
+
+
+def check_overrules(replies: list[Outcome | None]) -> list[str]:
+    """What the checks overruled, one line per vote that said success with a check answered "no"."""
+    return [f"check {', '.join(failed_checks(v))}: no (outcome vote {i}, which said success)"
+            for i, v in enumerate(replies, 1) if v is not None and v.success and failed_checks(v)]
 
 
 def per_call_text(scores_text: str, evidence_text: str, n_images: int) -> str:

@@ -27,7 +27,8 @@ from .echo_judge import FILLER, EchoJudgeServer, minimal_instance
 FAULT_FLAGS = frozenset({"critical_point_violation", "blocker_visible"})
 #: The most lenient value of each enum field, by field name.
 LENIENT_ENUM = {"evidence_tag": "visual_confirmation", "permission": "granted", "credit_basis": "evidence",
-                "condition": "met"}
+                "condition": "met", "deliverable_shown": "yes", "constraints_shown_met": "yes",
+                "critical_points_respected": "yes", "not_blocked": "yes"}
 #: Lists a lenient judge leaves as short as the schema allows: each entry would be a fault.
 FAULT_LISTS = frozenset({"penalties", "critical_issues", "nitpicks", "failure_points", "ambiguity_codes",
                          "missing_personal_data", "critical_point_steps", "critical_point_screenshots"})
