@@ -17,7 +17,8 @@ recorded in the result (`VerificationResult.overruled`); nothing is dropped sile
   call carried (written from that image's pixels). A step number counts if it is a step of the
   action history. Anything else is rejected and recorded.
 - **Reality notes** (`reality_overrules`): a note unlocks a criterion's full-credit clause only
-  when it cites a shown screenshot; a score that used an unsupported note gets 0 for that
+  when it cites a shown screenshot whose evidence analysis for that criterion itself reports the
+  absence (or a blocker); a score that used an unsupported note gets 0 for that
   criterion (the clause is what turned "did not do X" into full credit; without it, X was not done).
 - **Run date** (`run_date_line`): the judge is told when the run happened, from the trajectory's
   timestamps or metadata keys that name the run's time (`DATE_KEYS`: not a bare `date`, which is
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
 
 from .limits import PERMISSION_QUOTE_MIN_WORDS as MIN_PERMISSION_WORDS
@@ -143,12 +144,28 @@ def split_cited(cited: Iterable[int], allowed: set[int]) -> tuple[list[int], lis
     return sorted(got & allowed), sorted(got - allowed)
 
 
-def reality_overrules(reply: Rescoring, shown: set[int]) -> tuple[set[str], list[str]]:
+#: Words with which an evidence analysis reports that something is not there (a filter, a price, a
+#: page): what a reality note's full-credit clause must rest on.
+ABSENCE = re.compile(r"\b(?:no|not|none|never|without|missing|absent|unavailable|lacks?|lacking|cannot|can't|"
+                     r"does not|doesn't|do not|don't|isn't|aren't|sold out|out of stock|n/a|nowhere|only to)\b")
+
+
+def reports_absence(visible: str, discrepancies: str = "", blocker_visible: bool = False) -> bool:
+    """Whether an evidence analysis (what one screenshot shows for one criterion) reports an
+    absence or a blocker."""
+    return blocker_visible or ABSENCE.search(f"{visible} {discrepancies}".lower()) is not None
+
+
+def reality_overrules(reply: Rescoring, shown: set[int],
+                      absent: Mapping[str, set[int]] | None = None) -> tuple[set[str], list[str]]:
     """(criterion ids whose reality-note credit is overruled, what was recorded).
 
     A criterion is overruled when its item says its points rest on the reality note (`credit_basis`)
-    and that note is missing, says nothing ("none"), or cites no screenshot that was shown.
-    Cited numbers that were not shown are recorded for every note, used or not.
+    and that note is missing, says nothing ("none"), or cites no screenshot that was shown; with
+    `absent` (per criterion, the screenshots whose evidence analysis reports an absence or a
+    blocker), also when no cited screenshot is one of those: a note cannot rest on a screenshot
+    whose own analysis saw nothing missing. Cited numbers that were not shown are recorded for every
+    note, used or not.
     """
     notes = {n.criterion_id: n for n in reply.reality_notes}
     records: list[str] = []
@@ -166,6 +183,10 @@ def reality_overrules(reply: Rescoring, shown: set[int]) -> tuple[set[str], list
             overruled.add(item.criterion_id)
             records.append(f"{item.criterion_id}: full credit by a reality note overruled (the note cites no "
                            "screenshot shown to the judge): 0 points")
+        elif absent is not None and not set(ok) & absent.get(item.criterion_id, set()):
+            overruled.add(item.criterion_id)
+            records.append(f"{item.criterion_id}: full credit by a reality note overruled (no cited screenshot "
+                           f"{ok} has an evidence analysis that reports the absence): 0 points")
     return overruled, records
 
 

@@ -32,6 +32,7 @@ from .cache import StageCache
 from .config import VerifierConfig
 from .errors import JudgeError
 from .grouping import decide_all, group, representatives
+from .guards import reports_absence
 from .judge.base import Judge
 from .rendering import fence, history_view, shared_context, truncations
 from .result import (
@@ -187,8 +188,10 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     applies = {c.id: status.get(c.id, (True, "none"))[0] for c in rb.criteria}
     d_resc = d_cond + 1
     action_earned = action_scoring.earned(rb, action) if action is not None else None
+    absent = {cid: {n for e in evs if reports_absence(e.item.visible, e.item.discrepancies, e.item.blocker_visible)
+                    for n in e.screenshots} for cid, evs in ev_by.items()}
     run_scores, canonical, earned, before = await _rescore(r, applies, action, action_earned, ev_text, images,
-                                                           d_resc, shown)
+                                                           d_resc, shown, absent)
 
     scores_text = rescoring.render_scores(rb, applies, canonical, earned)
     side_task = r.spawn(side_effects.vote_all(r, scores_text, ev_text, images, d_resc + 1, shown))
@@ -256,7 +259,7 @@ def _history(r: Run) -> HistoryView:
 
 async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None,
                    action_earned: dict[str, float] | None, ev_text: str, images: list, depth: int,
-                   shown: set[int]):
+                   shown: set[int], absent: dict[str, set[int]]):
     """V rescoring runs -> (run scores, canonical table or None, earned per criterion, process score).
 
     The process score (before penalties) is the lower median over valid runs: of the run scores
@@ -278,7 +281,7 @@ async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None
             raise e
         r.degrade(rescoring.RUN if valid else rescoring.STAGE, e)
     if valid:
-        scored = [rescoring.score_of(rb, applies, x, shown) for x in valid]
+        scored = [rescoring.score_of(rb, applies, x, shown, absent) for x in valid]
         r.ledger.overruled.extend(dict.fromkeys(rec for _, _, recs in scored for rec in recs))
         run_scores = [s for s, _, _ in scored]
         if r.cfg.rescoring_median == "criterion":

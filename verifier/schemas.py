@@ -249,7 +249,7 @@ class RescoreItem(_Out):
     evidence_tag: EvidenceTag
     evidence_screenshots: Shots = Field(default_factory=list)
     justification: Bounded(L.JUSTIFICATION_CHARS)
-    credit_basis: Literal["evidence", "reality_note"] = Field(default="evidence", description=(
+    credit_basis: Literal["evidence", "reality_note"] = Field(description=(
         "What the points rest on: the evidence, or the criterion's full-credit clause applied because "
         "this criterion's reality note shows that what it assumes does not exist."))
     earned: Points

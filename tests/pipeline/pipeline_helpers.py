@@ -52,7 +52,7 @@ def rescore(earned: dict[str, float], tag: str = "consistent", notes: dict[str, 
                                            for c in o.expected_ids],
                          "items": [{"criterion_id": c, "evidence_tag": tag,
                                     "evidence_screenshots": [1], "justification": f"j-{c}",
-                                    "earned": earned.get(c, 0)} for c in o.expected_ids]}
+                                    "credit_basis": "evidence", "earned": earned.get(c, 0)} for c in o.expected_ids]}
 
 
 def rubric_answer(criteria: list[dict]) -> dict:

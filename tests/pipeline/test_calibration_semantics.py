@@ -98,7 +98,7 @@ def _runs(*earned):
     def answer(m, o):
         i, e = next(it)
         return {"reality_notes": [{"criterion_id": c, "note": "none"} for c in o.expected_ids],
-                "items": [{"criterion_id": c, "evidence_tag": "consistent", "justification": f"run{i} says",
+                "items": [{"criterion_id": c, "evidence_tag": "consistent", "credit_basis": "evidence", "justification": f"run{i} says",
                            "earned": e[c]} for c in o.expected_ids]}
     return answer
 

@@ -153,6 +153,14 @@ async def test_a_provided_rubric_grant_is_held_to_the_task_text(quote, overruled
 HIDE_1 = relevance_by(lambda s, c: 0 if s == 1 else 8)
 
 
+def _evidence(text: str):
+    return lambda m, o: {"items": [{"criterion_id": c, "visible": text, "claims_check": "consistent"}
+                                   for c in o.expected_ids]}
+
+
+ABSENT = _evidence("the filter panel has no size filter")  # every analysis reports the absence
+
+
 def _rescoring(cited: list[int], note: str = "the site has no size filter", uses: bool = True):
     return lambda m, o: {
         "reality_notes": [{"criterion_id": c, "note": note if c == "c1" else "none",
@@ -171,7 +179,7 @@ def _rescoring(cited: list[int], note: str = "the site has no size filter", uses
     ([2], "none", False, None),                                # the clause claimed with no note
 ])
 async def test_reality_note_credit_needs_a_cited_shown_screenshot(cited, note, credited, rejected):
-    judge = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring(cited, note)})
+    judge = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring(cited, note), "evidence": ABSENT})
     res = await verify(make_traj(4), judge=judge)
     c1 = res.criteria[0]
     assert c1.earned == (6 if credited else 0)
@@ -179,6 +187,28 @@ async def test_reality_note_credit_needs_a_cited_shown_screenshot(cited, note, c
     overruled = [o for o in res.overruled if o.startswith("c1: full credit by a reality note overruled")]
     assert bool(overruled) is not credited
     assert any(f"cites screenshot(s) {rejected}" in o for o in res.overruled) is (rejected is not None)
+
+
+async def test_reality_note_credit_needs_an_evidence_analysis_that_reports_the_absence():
+    """Issue 34 §4: a shown screenshot is not enough; its own analysis must see the thing missing.
+    Here every analysis shows the size filter present, so the note rests on nothing and earns 0."""
+    judge = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring([2]),
+                           "evidence": _evidence("the filter panel shows a size filter, set to 10")})
+    res = await verify(make_traj(4), judge=judge)
+    assert res.criteria[0].earned == 0
+    assert any("has an evidence analysis that reports the absence" in o for o in res.overruled)
+    blocker = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring([2]), "evidence": lambda m, o: {
+        "items": [{"criterion_id": c, "visible": "a sign-in form", "claims_check": "c", "blocker_visible": True}
+                  for c in o.expected_ids]}})
+    assert (await verify(make_traj(4), judge=blocker)).criteria[0].earned == 6  # a blocker seen counts
+
+
+def test_credit_basis_is_required_never_defaulted():
+    from verifier.schemas import RescoreItem
+
+    with pytest.raises(ValueError):
+        RescoreItem.model_validate({"criterion_id": "c1", "evidence_tag": "consistent", "justification": "j",
+                                    "earned": 1})
 
 
 async def test_a_note_never_used_for_credit_changes_no_score():

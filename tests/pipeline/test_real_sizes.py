@@ -43,7 +43,7 @@ REAL_RUBRIC = {
 def _rescoring(m, o):
     return {"reality_notes": [{"criterion_id": c, "screenshots": [18], "note": text(680, f"note {c}")}
                               for c in o.expected_ids],
-            "items": [{"criterion_id": c, "evidence_tag": "consistent", "evidence_screenshots": [17, 18],
+            "items": [{"criterion_id": c, "evidence_tag": "consistent", "credit_basis": "evidence", "evidence_screenshots": [17, 18],
                        "justification": text(900, c), "earned": 11.5 if c == "c1" else 1.5}
                       for c in o.expected_ids]}
 

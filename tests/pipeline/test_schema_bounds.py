@@ -85,7 +85,7 @@ async def test_every_model_a_run_requests_is_bounded():
 @pytest.mark.parametrize("base", [schemas.Rescoring, schemas.ActionScores], ids=lambda m: m.__name__)
 def test_earned_points_are_half_points_in_range(base):
     model = for_call(base, ("c1",))
-    item = {"criterion_id": "c1", "evidence_tag": "consistent", "justification": "j"}
+    item = {"criterion_id": "c1", "evidence_tag": "consistent", "justification": "j", "credit_basis": "evidence"}
     if base is schemas.ActionScores:
         item = {"criterion_id": "c1", "justification": "j"}
     notes = {"reality_notes": [{"criterion_id": "c1", "note": "n"}]} if base is schemas.Rescoring else {}

@@ -28,7 +28,7 @@ from verifier.trajectory import Step, Task, Trajectory
 # ---- schemas ---------------------------------------------------------------------------------
 def test_per_call_models_demand_each_id_exactly_once():
     model = for_call(Rescoring, ("c1", "c2"))
-    item = {"evidence_tag": "consistent", "justification": "j", "earned": 1}
+    item = {"evidence_tag": "consistent", "justification": "j", "credit_basis": "evidence", "earned": 1}
     notes = [{"criterion_id": "c1", "note": "n"}, {"criterion_id": "c2", "note": "n"}]
     model.model_validate({"reality_notes": notes,
                           "items": [{"criterion_id": "c2", **item}, {"criterion_id": "c1", **item}]})

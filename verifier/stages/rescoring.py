@@ -76,13 +76,14 @@ def points(rubric: Rubric, applies: dict[str, bool], earned: dict[str, float]) -
             for c in rubric.criteria]
 
 
-def score_of(rubric: Rubric, applies: dict[str, bool], reply: Rescoring,
-             shown: set[int] | None = None) -> tuple[float, dict[str, float], list[str]]:
+def score_of(rubric: Rubric, applies: dict[str, bool], reply: Rescoring, shown: set[int] | None = None,
+             absent: dict[str, set[int]] | None = None) -> tuple[float, dict[str, float], list[str]]:
     """(eq.-1 score, clamped earned per criterion, overrules recorded) of one rescoring run.
 
-    With `shown` (the screenshots the call saw), reality-note credit is checked
-    (`guards.reality_overrules`): an overruled criterion earns 0."""
-    over, records = reality_overrules(reply, shown) if shown is not None else (set(), [])
+    With `shown` (the screenshots the call saw) and `absent` (per criterion, the screenshots whose
+    evidence reports an absence), reality-note credit is checked (`guards.reality_overrules`): an
+    overruled criterion earns 0."""
+    over, records = reality_overrules(reply, shown, absent) if shown is not None else (set(), [])
     earned = {i.criterion_id: 0.0 if i.criterion_id in over else clamp(i.earned, rubric.get(i.criterion_id).max_points)
               for i in reply.items}
     return rubric_score(points(rubric, applies, earned)), earned, records
