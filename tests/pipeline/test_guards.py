@@ -79,7 +79,7 @@ async def test_no_critical_point_stands_only_for_a_task_with_no_binding_act_and_
     res = await verify(make_traj(2, task=neutral), judge=judge)
     assert res.permission_profile["permission"] == "no_critical_point" and res.overruled == []
     # the same profile for a task that names a binding act, or a rubric that lists a critical point
-    for task, points, why in ((TASK, [], "the task names a binding act"),
+    for task, points, why in ((TASK, [], "the task orders a binding act"),
                               (neutral, ["Submit the form"], "the rubric lists critical points")):
         judge = ScriptedJudge({"rubric": {**_granted("whatever words"), "critical_points": points,
                                           "permission_profile": {"permission": "no_critical_point"}}})
