@@ -11,12 +11,13 @@ from verifier.testing.echo_judge import (
     MAX_BODY_BYTES,
     READ_TIMEOUT_S,
     EchoJudgeServer,
+    echo_reply,
     main,
     minimal_instance,
     serve_until_interrupted,
 )
 
-__all__ = ["FILLER", "MAX_BODY_BYTES", "READ_TIMEOUT_S", "EchoJudgeServer", "main", "minimal_instance",
+__all__ = ["FILLER", "MAX_BODY_BYTES", "READ_TIMEOUT_S", "EchoJudgeServer", "echo_reply", "main", "minimal_instance",
            "serve_until_interrupted"]
 
 if __name__ == "__main__":

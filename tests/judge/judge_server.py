@@ -40,9 +40,9 @@ def status(code: int, **extra: Any) -> Action:
 def echo(body: dict) -> Action:
     """A schema-valid reply to any structured request (the echo judge's smallest instance), so
     the real pipeline runs against this server; use as ``server.default = echo``."""
-    from reward.echo_judge import minimal_instance
+    from reward.echo_judge import echo_reply
 
-    return ok(json.dumps(minimal_instance(body["response_format"]["json_schema"]["schema"])))
+    return ok(json.dumps(echo_reply(body["response_format"]["json_schema"]["schema"])))
 
 
 def fault(kind: str, **extra: Any) -> Action:

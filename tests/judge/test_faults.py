@@ -138,8 +138,7 @@ def clean_rewards():
         proc, outc, _ = asyncio.run(_rewards(srv.url, {}))
     finally:
         srv.stop()
-    # echo: 0.5 of 5 points; evidence-less penalties ignored; its contradiction tag fails the outcome (V6)
-    assert proc == [0.1, 0.1] and outc == [0.0, 0.0]
+    assert proc == [0.1, 0.1] and outc == [1.0, 1.0]  # echo: 0.5 of 5 points; evidence-less penalties ignored
     return proc, outc, len(srv.requests)
 
 

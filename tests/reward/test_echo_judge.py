@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from reward import clear_sessions, make_uv_rewards
-from reward.echo_judge import EchoJudgeServer, main, minimal_instance
+from reward.echo_judge import EchoJudgeServer, echo_reply, main, minimal_instance
 from verifier.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,6 +24,21 @@ def echo():
     with EchoJudgeServer() as server:
         yield server
     clear_sessions()
+
+
+def test_the_echo_reply_tags_every_claim_consistent():
+    """The smallest rescoring reply tags its criterion "contradiction" (the enum's first value) at
+    0.5 points, which code vetoes (V6) only when rescoring answered; the echo judge's verdict must not
+    depend on which stages answered, so its reply tags every claim "consistent"."""
+    from verifier.judge.schema import json_schema_for
+    from verifier.narrowing import for_call
+    from verifier.schemas import Rescoring
+
+    schema = json_schema_for(for_call(Rescoring, ("c1", "c2")))
+    assert [i["evidence_tag"] for i in minimal_instance(schema)["items"]] == ["contradiction", "fabrication"]
+    reply = echo_reply(schema)
+    assert [i["evidence_tag"] for i in reply["items"]] == ["consistent", "consistent"]
+    assert [i["earned"] for i in reply["items"]] == [i["earned"] for i in minimal_instance(schema)["items"]]
 
 
 def test_minimal_instance_walks_enums_and_respects_bounds():
@@ -158,11 +173,11 @@ async def test_rewards_over_http_one_run_per_rollout(echo):
     proc, outc = await asyncio.gather(
         uv.process(prompts, completions, log_metric=lambda k, v: metrics.setdefault(k, v)),
         uv.outcome(prompts, completions))
-    # the echo judge is deterministic: its smallest rescoring reply earns 0.5 of 5 points (0.1);
-    # its side-effects reply claims a penalty and a critical-point violation with no screenshot
-    # evidence, so both are ignored (unsupported_claims); its outcome vote (true) is overruled in
-    # code, since its rescoring tags the criterion a contradiction worth 0.5 of 5 (veto V6, issue 34)
-    assert proc == [0.1, 0.1] and outc == [0.0, 0.0]
+    # the echo judge is deterministic: its smallest rescoring reply earns 0.5 of 5 points (0.1),
+    # tagged "consistent" (echo_reply: a "contradiction" would let code veto it, V6); its side-effects
+    # reply claims a penalty and a critical-point violation with no screenshot evidence, so both are
+    # ignored (unsupported_claims) and its outcome vote (true) stands
+    assert proc == [0.1, 0.1] and outc == [1.0, 1.0]
     assert metrics["uv_process/failure_rate"] == 0.0
     assert uv.process.session.runs == 2
     # 11 calls for the first rollout (rubric, action scoring, 2 relevance, 2 evidence, side effects,

@@ -62,7 +62,9 @@ def test_grpo_steps_with_real_pipeline_one_rubric_per_group(tmp_path, tiny_polic
     finally:
         reward_fakes.SCRIPTED = None
     logs = [h for h in trainer.state.log_history if "rewards/uv_outcome/mean" in h]
-    assert [h["rewards/uv_outcome/mean"] for h in logs] == [1.0, 1.0]  # scripted outcome: success
+    # scripted outcome: success for tiny-0 ("Find the cheapest flight ..."); tiny-1 asks to book a hotel
+    # and a text completion takes no action, which code fails whatever the judge says (veto V5)
+    assert [h["rewards/uv_outcome/mean"] for h in logs] == [1.0, 0.0]
     assert all(h["uv_outcome/failure_rate"] == 0.0 for h in logs)
     # 2 steps = 2 groups of 4 rollouts (tasks tiny-0, tiny-1): one rubric per group, one outcome per rollout
     assert len(judge.requests_for("rubric")) == 2

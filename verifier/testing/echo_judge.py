@@ -78,6 +78,24 @@ def minimal_instance(schema: dict[str, Any], index: int = 0) -> Any:
     return None
 
 
+def echo_reply(schema: dict[str, Any]) -> Any:
+    """The echo judge's reply: the smallest valid instance, with every evidence tag "consistent".
+
+    Why not the enum's first value there: it is "contradiction", which with the smallest points
+    lets code veto the outcome (veto V6, verifier/vetoes.py) only when the rescoring call answered,
+    so a stand-in used to test outages would change its verdict with the stages that failed. With
+    a neutral tag its verdict is one fixed value, whichever stages answered."""
+    return _neutral(minimal_instance(schema))
+
+
+def _neutral(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: ("consistent" if k == "evidence_tag" else _neutral(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_neutral(v) for v in value]
+    return value
+
+
 class EchoJudgeServer:
     """Threaded loopback server; `.url` is the base URL, `.requests` counts chat completions.
 
@@ -178,7 +196,7 @@ class EchoJudgeServer:
 
     def reply_for(self, schema: dict[str, Any], body: dict[str, Any]) -> Any:
         """The reply to one structured request (subclasses answer otherwise: the lenient judge)."""
-        return minimal_instance(schema)
+        return echo_reply(schema)
 
     @property
     def url(self) -> str:
