@@ -83,10 +83,14 @@ _POLITE = re.compile(r"^(?:(?:please|kindly|now|then|also|and|go ahead and|can y
                      r"is it possible to|i want you to|i need you to|help me)\s+)+")
 
 
+def raw_sentences(task: str) -> list[str]:
+    """The task's sentences as written, normalised (split after . ! ? ; : and at line breaks)."""
+    return [normalise(p).strip(" \t\"'`-*") for p in re.split(r"(?<=[.!?;:])\s+|\n+", task) if p.strip()]
+
+
 def sentences(task: str) -> list[str]:
     """The task's sentences, normalised, each without the polite words before its verb."""
-    parts = re.split(r"(?<=[.!?;:])\s+|\n+", task)
-    return [_POLITE.sub("", normalise(p).strip(" \t\"'`-*")) for p in parts if p.strip()]
+    return [_POLITE.sub("", s) for s in raw_sentences(task)]
 
 
 def negates(text: str) -> bool:

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from .guards import RESERVED, STOP_SHORT, negates, normalise, sentences
+from .guards import RESERVED, STOP_SHORT, negates, normalise, raw_sentences, sentences
 from .schemas import EvidenceTag, Rubric
 from .trajectory import RunStatus, Step, Trajectory
 
@@ -117,8 +117,7 @@ class Veto:
 
 def _sentences(task: str) -> list[tuple[str, str]]:
     """(sentence as written, normalised; the same without its polite opening) of each sentence."""
-    raw = [normalise(p).strip(" \t\"'`-*") for p in re.split(r"(?<=[.!?;:])\s+|\n+", task) if p.strip()]
-    return list(zip(raw, sentences(task), strict=True))
+    return list(zip(raw_sentences(task), sentences(task), strict=True))
 
 
 def asks_for_information(task: str) -> bool:
