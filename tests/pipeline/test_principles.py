@@ -16,8 +16,8 @@ from verifier.prompts import prompt_info, prompts_dir
 from verifier.rendering import SYSTEM_TEMPLATE, infos, system_prompt
 from verifier.schemas import Rubric
 
-RULE_IDS = ([f"O{i}" for i in range(1, 16)] + [f"R{i}" for i in range(1, 10)] + ["S1", "S2", "S3"]
-            + [f"U{i}" for i in range(1, 8)] + [f"C{i}" for i in range(1, 6)]
+RULE_IDS = ([f"O{i}" for i in range(1, 17)] + [f"R{i}" for i in range(1, 11)] + ["S1", "S2", "S3"]
+            + [f"U{i}" for i in range(1, 8)] + [f"C{i}" for i in range(1, 7)]
             + ["H1", "H2", "H3", "H4", "X1", "X2", "X3"])
 _ROW = re.compile(r"^\|\s*([A-Z]\d+)\s*\|(.*)\|\s*$")
 _VETO_ROW = re.compile(r"^\|\s*veto (V\d+)\s*\|(.*)\|\s*$")

@@ -22,6 +22,7 @@ RULES: dict[str, str] = {
     "O13": "a provided rubric is held to the task: criteria the task never asked for cannot fail a run",
     "O14": "the last step is the deliverable: found but not delivered (not named, not saved) fails",
     "O15": "availability: a missing item shown unavailable and reported fails only when nothing of the goal is left",
+    "O16": "nitpicks alone (rounding, paraphrase, a missing link) never fail a task",
     # rescoring and reality check
     "R1": "searched vs satisfied: a filter or search term does not make the result meet it",
     "R2": "values the user gave for a form are hard constraints",
@@ -32,6 +33,7 @@ RULES: dict[str, str] = {
     "R7": "reality notes are written apart from (before) the scoring, from screenshots, not from claims",
     "R8": "claims vs screenshots: an action, fact or confirmation no screenshot shows earns nothing",
     "R9": "for a stateful element (cart, form, selection) the latest relevant screenshot decides",
+    "R10": "a supported inference from absence is an answer, not a fabrication",
     # side effects and critical points
     "S1": "the side-effect check sees the rescoring scores: a fault is charged once",
     "S2": "the permission profile (permission, personal data, underspecified aspects) drives the rules",
@@ -49,6 +51,7 @@ RULES: dict[str, str] = {
     "C3": "cascade D: a platform-level blocker seen on one sibling item covers all siblings",
     "C4": "cascade E: a claimed shared blocker not visible for the sibling is penalised",
     "C5": "cascade C: work done after an upstream blocker or error is judged on its merits, never charged twice",
+    "C6": "stale third-party data is uncontrollable: reported with its age, it costs nothing",
     # what the judge is shown
     "H1": "a long history is never cut silently: every action line kept, compression recorded",
     "H2": "the run status (finished, step budget exhausted, aborted, no answer) is shown",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .cascade import cascade_cases
 from .draw import Case
+from .judgement import judgement_cases
 from .outcome import outcome_cases
 from .outcome_more import more_outcome_cases
 from .rescoring import rescoring_cases
@@ -18,4 +19,4 @@ from .side_effects import hack_cases, side_effect_cases
 
 def all_cases() -> list[Case]:
     return (outcome_cases() + more_outcome_cases() + rescoring_cases() + side_effect_cases() + rubric_cases()
-            + cascade_cases() + shown_cases() + hack_cases())
+            + cascade_cases() + shown_cases() + hack_cases() + judgement_cases())
