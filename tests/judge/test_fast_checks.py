@@ -6,6 +6,7 @@ import base64
 import binascii
 import io
 import os
+import re
 import struct
 import zlib
 
@@ -46,6 +47,10 @@ def pil_verdict(data: bytes) -> str | None:
     return None
 
 
+def unaddressed(reason: str | None) -> str | None:
+    return re.sub(r"0x[0-9a-fA-F]+", "0x...", reason) if reason else reason
+
+
 def mutations(good: bytes) -> dict[str, bytes]:
     """Damage of every kind at every chunk: a bit of data, of the CRC, of the length, of the type;
     cuts inside and between chunks; the end marker gone; bytes after the end marker."""
@@ -75,7 +80,8 @@ def test_the_crc_walk_passes_whole_pngs_and_gives_pils_verdict_on_every_damage()
     damaged = mutations(good)
     refused = 0
     for name, bad in damaged.items():
-        assert images._check(bad) == pil_verdict(bad), name
+        # PIL's reasons can embed an object's address (<... at 0x7f...>), different on each call
+        assert unaddressed(images._check(bad)) == unaddressed(pil_verdict(bad)), name
         refused += pil_verdict(bad) is not None
     assert refused > len(damaged) // 2  # the damage is real: most of it PIL refuses
 

@@ -36,7 +36,6 @@ import io
 import logging
 import math
 import os
-import struct
 import tempfile
 import threading
 from collections import OrderedDict
@@ -48,13 +47,11 @@ from typing import Literal
 from PIL import Image
 
 from ..errors import ScreenshotError
-
-try:  # optional (the service extra): ISA-L's CRC-32, ~10x zlib's, for `png_chunks_sound`
-    from isal.isal_zlib import crc32
-except ImportError:  # pragma: no cover - exercised only without the extra
-    from zlib import crc32
 from ..trajectory import Screenshot
 from .jsonbody import JsonSafe
+from .pngcheck import crc32, png_chunks_sound, png_pixels_problem
+
+__all__ = ["EncodedImage", "ImageEncoder", "crc32", "png_chunks_sound", "verify_image_bytes"]
 
 log = logging.getLogger("cua_verifier.judge")
 _MIME = {"png": "image/png", "jpeg": "image/jpeg"}
@@ -101,40 +98,18 @@ def image_verdict(sha256: str, load: Callable[[], bytes]) -> str | None:
 
 
 def _check(data: bytes) -> str | None:
+    """PNG: the CRC walk (else PIL's own, which words the reason), then the pixel stream inflated
+    (`pngcheck`: CRCs recomputed over damaged pixels pass any chunk walk). Other formats: decoded."""
     try:
         with Image.open(io.BytesIO(data)) as img:
             if img.format != "PNG":
                 img.load()
-            elif not (img.tile and png_chunks_sound(data, img.tile[0][2] - 8)):
+                return None
+            if not (img.tile and png_chunks_sound(data, img.tile[0][2] - 8)):
                 img.verify()  # PIL's own walk decides, and words the reason
     except Exception as exc:  # noqa: BLE001 - PIL raises OSError, SyntaxError, struct.error, ...
         return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return None
-
-
-_U32 = struct.Struct(">I").unpack_from
-_CHUNK_HEAD = struct.Struct(">I4s").unpack_from  # a chunk's length and name
-
-
-def png_chunks_sound(data: bytes, start: int) -> bool:
-    """True when every chunk from offset `start` (PIL's: the first IDAT) to IEND is whole and has
-    its stated CRC: the walk of PIL's ``verify`` (a chunk type of 4 letters or digits, a subset of
-    what PIL accepts; IEND ends the walk), without its per-chunk reads and copies (~3x faster on a
-    screenshot of 350 IDAT chunks). It only says True where PIL's walk passes; on False, `_check`
-    asks PIL, so the verdict and its reason stay PIL's."""
-    view, end, pos = memoryview(data), len(data), start
-    while pos + 8 <= end:
-        length, kind = _CHUNK_HEAD(data, pos)
-        stop = pos + 8 + length
-        if kind != b"IDAT":  # nearly every chunk is one: its name needs no further check
-            if kind == b"IEND":
-                return True
-            if not kind.isalnum():
-                return False
-        if stop + 4 > end or crc32(view[pos + 4:stop]) != _U32(data, stop)[0]:
-            return False
-        pos = stop + 4
-    return False
+    return png_pixels_problem(data)
 
 
 @dataclass(frozen=True)
