@@ -22,7 +22,7 @@ import struct
 try:  # optional (the service extra): ISA-L's CRC-32 and inflate, several times zlib's
     from isal.isal_zlib import crc32, decompressobj
 except ImportError:  # pragma: no cover - exercised only without the extra
-    from zlib import crc32, decompressobj
+    from zlib import crc32, decompressobj  # type: ignore[assignment]
 
 _U32 = struct.Struct(">I").unpack_from
 _CHUNK_HEAD = struct.Struct(">I4s").unpack_from  # a chunk's length and name
