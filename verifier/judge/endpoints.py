@@ -38,7 +38,7 @@ from ..waits import Waits, waited
 from .breaker import CircuitBreaker
 from .config import JudgeConfig
 from .deadline import deadline_at, time_left
-from .http import ChatClient, Completion, MalformedReply, httpx
+from .http import ChatClient, Completion, MalformedReply, httpx, reply_byte_cap
 from .jsonbody import body_pieces
 from .ladder import CircuitOpen, DeadlinePassed, Ladder, ShareSpent, describe
 
@@ -252,4 +252,5 @@ async def _post(endpoint: Endpoint, request: dict[str, Any]) -> Completion:
     # Our body is already plain JSON: post it as the bytes the SDK would send, images spliced in
     # unescaped (see `jsonbody`), on aiohttp with the SDK's exceptions (`http`).
     body = body_pieces({k: v for k, v in request.items() if k != "timeout"})
-    return await endpoint.client.chat(body, request.get("timeout"))
+    return await endpoint.client.chat(body, request.get("timeout"),
+                                      max_bytes=reply_byte_cap(request.get("max_completion_tokens")))

@@ -45,6 +45,22 @@ class MalformedReply(Exception):
     """An HTTP 200 whose body is not an OpenAI chat completion: a transport fault, retried."""
 
 
+class ReplyTooLarge(MalformedReply):
+    """A reply body over the call's byte cap: reading stopped there (a judge or proxy answering
+    hundreds of megabytes must not be read whole, nor echoed back by a re-ask)."""
+
+
+#: A reply's byte cap: a chat completion's envelope, then this many bytes per token of the call's
+#: reply budget (a token is a few characters; JSON escaping can make one 6 bytes per character).
+REPLY_ENVELOPE_BYTES = 64 * 1024
+REPLY_BYTES_PER_TOKEN = 32
+
+
+def reply_byte_cap(max_tokens: int | None) -> int:
+    """The most bytes read of a reply to a call allowed `max_tokens` completion tokens."""
+    return REPLY_ENVELOPE_BYTES + REPLY_BYTES_PER_TOKEN * max(int(max_tokens or 0), 1024)
+
+
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -155,6 +171,26 @@ def env_proxy(url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
     return str(proxy), auth
 
 
+async def read_bounded(resp: aiohttp.ClientResponse, max_bytes: int | None, url: str) -> bytes:
+    """The body, refused (`ReplyTooLarge`) as soon as it passes `max_bytes`: by its declared length
+    before a byte is read, else while reading; leaving the context unread closes the connection."""
+    if max_bytes is None:
+        return await resp.read()
+    declared = resp.content_length
+    if declared is not None and declared > max_bytes:
+        raise ReplyTooLarge(f"HTTP {resp.status} from {url} declares a {declared}-byte body, over this call's "
+                            f"{max_bytes}-byte reply cap")
+    pieces: list[bytes] = []
+    total = 0
+    async for piece in resp.content.iter_chunked(256 * 1024):
+        total += len(piece)
+        if total > max_bytes:
+            raise ReplyTooLarge(f"HTTP {resp.status} from {url} sent more than this call's {max_bytes}-byte "
+                                "reply cap; reading stopped there")
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
 class ChatClient:
     """POSTs chat completions to one endpoint. One per endpoint per event loop (`endpoints`); its
     aiohttp session is opened by the first request, inside that loop."""
@@ -184,15 +220,16 @@ class ChatClient:
             self._session = aiohttp.ClientSession(connector=connector, timeout=self.timeout(None))
         return self._session
 
-    async def chat(self, body: bytes | Sequence[bytes], timeout_s: float | None) -> Completion:
+    async def chat(self, body: bytes | Sequence[bytes], timeout_s: float | None,
+                   max_bytes: int | None = None) -> Completion:
         """POST `body` (bytes, or the pieces to write one after the other); raises the SDK's ``APITimeoutError`` / ``APIConnectionError`` /
-        ``APIStatusError`` subclasses, or `MalformedReply`."""
+        ``APIStatusError`` subclasses, or `MalformedReply` (`ReplyTooLarge` past `max_bytes`)."""
         timeout = self.timeout(timeout_s)
         try:
             data = body if isinstance(body, bytes) else PiecesPayload(body)
             async with self._open().post(self.url, data=data, headers=self._headers, timeout=timeout,
                                          proxy=self._proxy, proxy_auth=self._proxy_auth) as resp:
-                content = await resp.read()
+                content = await read_bounded(resp, max_bytes, self.url)
                 status, headers = resp.status, list(resp.headers.items())
         except TimeoutError as exc:  # aiohttp's connect/read timeouts are TimeoutErrors too
             raise openai.APITimeoutError(request=self.request()) from exc

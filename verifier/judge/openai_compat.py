@@ -72,6 +72,9 @@ T = TypeVar("T", bound=BaseModel)
 
 #: A context-overflow retry below this many completion tokens is not worth sending.
 MIN_FIT_TOKENS = 64
+#: A re-ask echoes the invalid reply back at most this many characters per token of the reply
+#: budget (a valid reply fits in about 4): a runaway reply is not sent back whole.
+ECHO_CHARS_PER_TOKEN = 4
 _CONTEXT = re.compile(r"maximum context length is (\d+)")
 _PROMPT = re.compile(r"(\d+) input tokens|(\d+) in the messages|prompt contains (?:at least )?(\d+)")
 
@@ -263,7 +266,7 @@ class OpenAICompatJudge:
                     raise JudgeInvalidOutputError(
                         f"invalid output after {rounds} rounds: {exc.feedback}", stage=stage,
                         last_reply=raw, usage=_usage(tally)) from exc
-                followup = [{"role": "assistant", "content": raw or "(empty reply)"},
+                followup = [{"role": "assistant", "content": echoed(raw, max_tokens)},
                             {"role": "user", "content": exc.feedback}]
                 log.warning("judge reply invalid (stage=%s, round %d/%d): %s; re-asking",
                             stage, round_no, rounds, exc.feedback[:300])
@@ -319,6 +322,17 @@ class OpenAICompatJudge:
         body = str(getattr(exc, "body", "") or "")[:300]
         return JudgeError(f"judge request rejected: {describe(exc)}: {body}{hint}",
                           stage=stage, last_reply=last_raw, usage=_usage(tally))
+
+
+def echoed(raw: str, max_tokens: int) -> str:
+    """The invalid reply as a re-ask shows it: cut to `ECHO_CHARS_PER_TOKEN` x the reply budget,
+    with the cut said, so the model still sees where it went wrong."""
+    if not raw:
+        return "(empty reply)"
+    limit = ECHO_CHARS_PER_TOKEN * max(max_tokens, 256)
+    if len(raw) <= limit:
+        return raw
+    return f"{raw[:limit]}\n... ({len(raw) - limit} more characters of this reply cut)"
 
 
 def fitting_max_tokens(error_text: str, requested: int) -> int | None:
