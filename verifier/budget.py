@@ -138,6 +138,23 @@ class Budget:
         fitted.reply_tokens = self._room(fitted.tokens_after, reserve)
         return fitted
 
+    def check_core(self, system: str, core: str) -> None:
+        """Refuse, before any call, a run whose irreducible core cannot fit: the system prompt and
+        the history at its last cut (every action line, no thought; `core`), which every call that
+        shows the history carries whatever else is shrunk. Why: a 10,000-step run cannot fit a 32k
+        judge, and finding out at the first call that needs the history cost 75 calls (rubric and
+        relevance rows) first."""
+        needed = self.prompt_tokens(Parts(system, core, "", "", []), bound=True)
+        if needed <= self.context:
+            return
+        needed = self.prompt_tokens(Parts(system, core, "", "", []))
+        if needed > self.context:
+            raise ContextOverflowError(
+                f"this run cannot fit the judge's context: its action history alone, with every thought "
+                f"left out, and the system prompt need about {needed} tokens, and the context is "
+                f"{self.context} tokens ({self.served.context_source}); no call was sent. Fix: "
+                f"{remedy(needed, self.context)}", stage="history", needed=needed, context=self.context)
+
     def _room(self, prompt: int, reserve: int) -> int | None:
         """The reply room a prompt of `prompt` tokens leaves, None when it leaves the whole reserve."""
         room = self.context - prompt

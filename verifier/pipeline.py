@@ -34,7 +34,7 @@ from .errors import JudgeError
 from .grouping import decide_all, group, representatives
 from .guards import reports_absence
 from .judge.base import Judge
-from .rendering import fence, history_view, shared_context, truncations
+from .rendering import fence, history_view, shared_context, system_prompt, truncations
 from .result import (
     CriterionResult,
     EvidenceRecord,
@@ -168,6 +168,9 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     trajectory, cfg = r.traj, r.cfg
     _prepare_images(r)
     r.budget = await budget_for(r.judge)
+    if r.budget is not None:  # a run that can never fit is refused before its first call
+        core = shared_context(trajectory, cfg, None, cut=3)
+        await asyncio.to_thread(r.budget.check_core, system_prompt(None).text, core)
     given = r.provided_rubric
     r.rubric, d0 = rubric.provided(r, given) if given is not None else await rubric.run(r)
     r.shared = shared_context(trajectory, cfg, r.rubric)

@@ -22,6 +22,7 @@ class FakeVllm:
 
     def __init__(self, *, max_model_len: int | None = 32768, max_images: int = 16, tokenize: bool = True) -> None:
         self.max_model_len, self.max_images, self.tokenize, self.tokenized = max_model_len, max_images, tokenize, 0
+        self.count_answer: object = None  # None: the real count; "fail": HTTP 500; else this as the count
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -47,7 +48,10 @@ class FakeVllm:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if self.path == "/tokenize" and fake.tokenize:
                     fake.tokenized += 1
-                    return self._send(200, {"count": -(-len(body["prompt"].encode()) // 3), "max_model_len": 1})
+                    if fake.count_answer == "fail":
+                        return self._send(500, {"error": "tokenizer crashed"})
+                    count = -(-len(body["prompt"].encode()) // 3) if fake.count_answer is None else fake.count_answer
+                    return self._send(200, {"count": count, "max_model_len": 1})
                 if self.path == "/v1/chat/completions":
                     images = sum(p.get("type") == "image_url" for m in body["messages"]
                                  for p in (m["content"] if isinstance(m["content"], list) else []))
@@ -101,6 +105,21 @@ def test_discover_reads_the_context_and_finds_the_tokenizer(vllm) -> None:
     assert facts.tokenizer.count(long_text) == 3000 and facts.tokenizer.count(long_text) == 3000
     assert server.tokenized == 2  # the probe and one count: the second count came from the cache
     assert facts.tokenizer.count("short") == 5  # below `exact_above`: the byte bound, no request
+
+
+@pytest.mark.parametrize("answer", ["fail", 0, -5, 1, "12", True])
+def test_a_failing_or_implausible_tokenize_falls_back_to_the_character_bound(vllm, answer) -> None:
+    """Issue 38 §8 and §11: a /tokenize that fails mid-run made every long call count a token per
+    byte (every rollout unscored with the judge healthy), and a count of 0 or below was believed
+    (every prompt "fits"). Both now give the character bound the budget uses without a tokenizer."""
+    server = vllm()
+    facts = discover(server.url, "judge", chars_per_token=2.5)
+    text = "x" * 9000
+    server.count_answer = answer
+    assert facts.tokenizer.count(text) == CharBoundTokenizer(2.5).count(text) == 3600 != 9000
+    assert facts.tokenizer.fallbacks == 1
+    server.count_answer = None  # the endpoint recovers: the fallback was not cached
+    assert facts.tokenizer.count(text) == 3000
 
 
 def test_config_and_preset_stand_in_for_what_the_server_does_not_say(vllm) -> None:

@@ -261,3 +261,26 @@ def test_the_reserve_is_the_reply_that_can_come_back_not_a_larger_floor() -> Non
     assert reply_reserve(Outcome, 8192) == worst < 8192  # a valid reply cannot be longer
     assert reply_reserve(Outcome, 500) == 500  # max_tokens below the worst case: that is all it gets
     assert reply_reserve(RubricDraft, 8192) <= 8192
+
+
+def test_a_run_whose_bare_history_cannot_fit_is_refused_before_any_call() -> None:
+    """Issue 38 §8: every action line is kept (H1), so a run whose history without a single thought
+    overflows the context can never be judged; it is refused before the rubric and relevance calls,
+    not after them."""
+    from verifier.rendering import shared_context, system_prompt
+
+    traj = make_traj([["red", "green"][i % 2] for i in range(400)], thoughts=["t" * 50] * 400)
+    b = _budget(10**9, per=4)
+    core = b.prompt_tokens(Parts(system_prompt(None).text, shared_context(traj, VerifierConfig(), None, cut=3),
+                                 "", "", []))
+    judge, _ = _judge(core - 1)
+    with pytest.raises(ContextOverflowError) as err:
+        asyncio.run(verify(traj, VerifierConfig(), judge=judge))
+    assert judge.requests == [] and err.value.stage == "history" and "every thought" in str(err.value)
+    # its neighbour: a context that holds the bare history and a little more is not refused up front
+    judge, _ = _judge(core + 20_000)
+    try:
+        asyncio.run(verify(traj, VerifierConfig(), judge=judge))
+    except ContextOverflowError as exc:
+        assert exc.stage != "history"
+    assert judge.requests

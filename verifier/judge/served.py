@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import threading
 import urllib.error
@@ -31,6 +32,8 @@ from typing import Any, Protocol
 QWEN25_TOKEN_PX = 28  # Qwen2/2.5-VL: patch 14, 2x2 merge -> one token per 28x28 pixels
 QWEN3_TOKEN_PX = 32  # Qwen3-VL: patch 16, 2x2 merge
 IMAGE_WRAP_TOKENS = 2  # <|vision_start|> ... <|vision_end|>
+
+log = logging.getLogger("cua_verifier.judge")
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,19 @@ class EncodeTokenizer:
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
 
+#: The most UTF-8 bytes one token is believed to stand for. BPE vocabularies hold long runs
+#: (whitespace, "=====") of a few dozen bytes; a count implying more per token, over a whole
+#: prompt, is a broken endpoint, and an undercount is the one error the budget cannot afford.
+MAX_BYTES_PER_TOKEN = 64
+
+
+def plausible_count(value: object, n_bytes: int) -> int | None:
+    """A /tokenize count the budget may believe for a text of `n_bytes` bytes, else None."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if n_bytes / MAX_BYTES_PER_TOKEN <= value and value > 0 else None
+
+
 @dataclass
 class RemoteTokenizer:
     """vLLM's ``POST /tokenize``: exact counts, cached per text (the shared context of a
@@ -131,6 +147,10 @@ class RemoteTokenizer:
     api_key: str = "EMPTY"
     timeout_s: float = 30.0
     exact_above: int = 2000  # bytes; below this the byte bound is close enough
+    #: When the endpoint fails or answers an implausible count: the bound the budget uses without
+    #: a tokenizer. A token per byte would make every long call "overflow" while the judge is fine.
+    fallback: Tokenizer = field(default_factory=CharBoundTokenizer)
+    fallbacks: int = 0  # counts answered by `fallback` (failed or implausible replies)
     _cache: OrderedDict[str, int] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _pending: dict[str, threading.Lock] = field(default_factory=dict)
@@ -151,9 +171,17 @@ class RemoteTokenizer:
             try:
                 body = _post_json(self.url, {"model": self.model, "prompt": text, "add_special_tokens": False},
                                   self.api_key, self.timeout_s)
-                n = int(body["count"]) if isinstance(body, dict) and "count" in body else n_bytes
+                n = plausible_count(body.get("count") if isinstance(body, dict) else None, n_bytes)
             except (urllib.error.URLError, OSError, ValueError):
-                return n_bytes  # the endpoint hiccuped: the byte bound is safe (and not cached)
+                n = None
+            if n is None:  # failed or not believable: the character bound (not cached: asked again next time)
+                with self._lock:
+                    self.fallbacks += 1
+                    self._pending.pop(key, None)
+                if self.fallbacks == 1 or self.fallbacks % 1000 == 0:
+                    log.warning("%s failed or gave an implausible count (%d times so far): prompts are "
+                                "sized by the character bound until it answers", self.url, self.fallbacks)
+                return self.fallback.count(text)
             with self._lock:
                 self._cache[key] = n
                 self._pending.pop(key, None)
@@ -231,7 +259,8 @@ def discover(base_url: str, model: str, *, api_key: str = "EMPTY", context_token
     try:
         body = _post_json(url, {"model": model, "prompt": "probe"}, api_key, timeout_s)
         if isinstance(body, dict) and isinstance(body.get("count"), int):
-            facts.tokenizer, facts.tokenizer_source = RemoteTokenizer(url, model, api_key), "server"
+            facts.tokenizer, facts.tokenizer_source = RemoteTokenizer(
+                url, model, api_key, fallback=CharBoundTokenizer(chars_per_token)), "server"
     except (urllib.error.URLError, OSError, ValueError):
         pass
     return facts
