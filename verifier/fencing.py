@@ -23,8 +23,10 @@ Three independent defences, because each alone has been broken (issue 14):
 2. **Every look-alike tag is defused.** `defuse` looks for anything a reader could take for one of
    our tags: any opening bracket (`<`, full-width `＜`, `‹`, `〈`, `&lt;` ...) followed, after
    dropping what is invisible or decorative (zero-width and other format characters, combining
-   marks, spaces, `_`/`-` and other dashes or connectors), NFKC-normalising, case-folding and
-   mapping common Cyrillic/Greek/small-capital/syllabic homoglyphs (U+1D1C and U+144C for "u"), by
+   marks, spaces, `_`/`-` and other dashes or connectors), NFKD-decomposing (a letter with a mark
+   reads as its base letter), case-folding, reading a Latin letter with no decomposition by the
+   letter its Unicode name gives (U+1D7E, small capital u with stroke) and mapping common
+   Cyrillic/Greek/syllabic homoglyphs (U+144C for "u"), by
    `/untrusted...` or `untrusted...`. Detection reads a view of the text in which escaped
    brackets and slashes are unescaped (`%3C`, `%253C`, `\\u003c`, `\\x3c`, `&amp;lt;`) and invisible
    characters are dropped however many there are (70 zero-width characters after `‹` included);
@@ -44,6 +46,7 @@ everywhere except the defused tags.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -172,11 +175,29 @@ def _detection_view(text: str) -> tuple[str, list[tuple[int, int]] | None]:
     return "".join(chars), spans
 
 
+#: A Latin letter's base letter from its Unicode name: "LATIN SMALL LETTER U WITH DOT BELOW",
+#: "LATIN SMALL CAPITAL LETTER U WITH STROKE", "LATIN LETTER SMALL CAPITAL U", "... U BAR" -> "u".
+_LATIN_NAME = re.compile(r"LATIN .*?\bLETTER (?:SMALL CAPITAL )?([A-Z])\b")
+
+
+@functools.lru_cache(maxsize=4096)
 def _fold(ch: str) -> str:
     """What `ch` looks like for detection: letters, digits and "/" only, so format characters,
-    combining marks, spaces, dashes and connectors vanish ("" for them)."""
-    folded = unicodedata.normalize("NFKC", ch).translate(_HOMOGLYPHS).casefold()
-    return "".join(c for c in folded if c.isalnum() or c == "/")
+    combining marks, spaces, dashes and connectors vanish ("" for them). Decomposed first (NFKD),
+    so a letter with a mark (U+1EE5 "u with dot below") reads as its base letter, and a Latin
+    letter with no decomposition (U+1D7E small capital u with stroke) by the letter its name gives."""
+    folded = unicodedata.normalize("NFKD", ch).translate(_HOMOGLYPHS).casefold()
+    kept = "".join(c for c in folded if c.isalnum() or c == "/")
+    if kept.isascii():
+        return kept
+    return "".join(_base_letter(c) for c in kept)
+
+
+def _base_letter(c: str) -> str:
+    if c.isascii():
+        return c
+    m = _LATIN_NAME.match(unicodedata.name(c, ""))
+    return m[1].lower() if m else c
 
 
 def _keyword_after(text: str, start: int) -> tuple[int | None, bool]:
