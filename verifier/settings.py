@@ -56,6 +56,12 @@ class EnvSettings(BaseSettings):
     """``CUA_JUDGE_MODEL``: the served model name."""
     verifier_config: str | None = None
     """``CUA_VERIFIER_CONFIG``: path of a JSON settings file (reward-settings or verifier fields)."""
+    decode_budget_mb: int = Field(default=256, ge=16)
+    """``CUA_DECODE_BUDGET_MB``: decoded screenshot pixels held at once by this process's image
+    encoders, in MB (`verifier.judge.pixels`); a decode that would pass it waits for room."""
+    decode_threads: int = Field(default=2, ge=1, le=64)
+    """``CUA_DECODE_THREADS``: threads that decode screenshots to downscale them; each keeps the
+    malloc arena of its largest decode, so memory grows with this, throughput too."""
 
     @field_validator("judge_url", mode="before")
     @classmethod

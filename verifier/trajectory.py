@@ -335,6 +335,10 @@ class Screenshot(BaseModel):
             raise ScreenshotError(f"cannot decode screenshot: {exc}", file=self.path) from exc
         return img
 
+    def held_image(self) -> Image.Image | None:
+        """The in-memory image this screenshot was made from (already decoded), if any."""
+        return self._pil
+
     def _check_pixels(self, w: int, h: int, max_pixels: int) -> None:
         if w * h > max_pixels:
             raise ScreenshotError(f"image is {w}x{h}, over the {max_pixels}-pixel limit",

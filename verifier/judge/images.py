@@ -49,6 +49,7 @@ from PIL import Image
 from ..errors import ScreenshotError
 from ..trajectory import Screenshot
 from .jsonbody import JsonSafe
+from .pixels import decode_scaled
 from .pngcheck import crc32, png_chunks_sound, png_pixels_problem
 
 __all__ = ["EncodedImage", "ImageEncoder", "crc32", "png_chunks_sound", "verify_image_bytes"]
@@ -280,9 +281,8 @@ class ImageEncoder:
                                     nbytes=base64_size(url), passed_through=True)
             data = shot.bytes()
         else:
-            img = shot.image()
-            w, h = target_size(img.width, img.height, self.max_side, self.max_pixels)
-            out = img.resize((w, h), Image.Resampling.LANCZOS) if (w, h) != img.size else img
+            w, h = target_size(*shot.size(), self.max_side, self.max_pixels)
+            out = decode_scaled(shot, (w, h))  # at the size sent, under the decode budget (`pixels`)
             data, mime, passed = self._to_bytes(out), _MIME[self.fmt], False
         digest = hashlib.sha256(data).hexdigest() if not passed else key
         return EncodedImage(sha256=digest, source_sha256=key, url=self._url(data, mime, digest),
