@@ -55,6 +55,15 @@ class Outcome:
         return self.error is None
 
 
+def own_outcome(outcome: Outcome, traj: Trajectory) -> Outcome:
+    """`outcome` with its result named after `traj` (a copy when it came from another rollout)."""
+    result = outcome.result
+    own_id = traj.source_path or traj.task.id
+    if result is None or getattr(result, "trajectory_id", own_id) == own_id:
+        return outcome
+    return Outcome(result=result.model_copy(update={"trajectory_id": own_id}), error=outcome.error, at=outcome.at)
+
+
 def rollout_key(traj: Trajectory) -> str:
     """Content hash of everything the verifier reads (screenshots by their pixel-file hash).
 
@@ -172,8 +181,13 @@ class VerifierSession:
 
         `key` is `rollout_key(traj)` when the caller already computed it (off the event loop).
         `deadline` (the running loop's `time()`, e.g. the reward batch's end) bounds this caller's
-        wait; the verification it starts also stops at ``now + verify_deadline_s``.
+        wait; the verification it starts also stops at ``now + verify_deadline_s``. A shared
+        result is given back under this rollout's own `trajectory_id` (the key is its content, and
+        byte-identical copies from two files or rows are still two rollouts).
         """
+        return own_outcome(await self._shared(traj, key, deadline), traj)
+
+    async def _shared(self, traj: Trajectory, key: str | None, deadline: float | None) -> Outcome:
         if key is None:
             try:
                 key = await asyncio.to_thread(rollout_key, traj)  # hashing decodes/encodes images

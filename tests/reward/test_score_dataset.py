@@ -310,3 +310,22 @@ def test_unreachable_dataset_source_is_a_clear_usage_error(tmp_path, monkeypatch
     err = capsys.readouterr().err
     assert "cannot open dataset source 'org/missing'" in err and "ConnectionError" in err
     assert not (tmp_path / "o.jsonl").exists() or not (tmp_path / "o.jsonl").read_text().strip()
+
+
+def test_byte_identical_rows_each_keep_their_own_trajectory_id(tmp_path):
+    """Issue 38 §8: the session verifies identical content once (its key is the content), and the
+    copies' records carried the first copy's `trajectory_id`."""
+    from verifier.testing import ScriptedJudge
+
+    line = Trajectory(task=Task(id="same", instruction="find it"), final_answer="it").to_json()
+    (tmp_path / "rollouts.jsonl").write_text("\n".join([line] * 3) + "\n")
+    out = tmp_path / "res.jsonl"
+    real = RewardSettings(judge_factory=ScriptedJudge, cache_factory=None)
+    args = build_parser().parse_args(["score-dataset", str(tmp_path / "rollouts.jsonl"), "--out", str(out),
+                                      "--no-progress"])
+    assert args.func(args, settings=real) == 0
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(records) == 3 and all(r["status"] == "scored" for r in records)
+    ids = {r["id"]: r["result"]["trajectory_id"] for r in records}
+    assert len(set(ids.values())) == 3, ids  # one verification, three rollouts named as themselves
+    assert all(own.endswith(f"rollouts.jsonl:{int(rid.split('#')[1]) + 1}") for rid, own in ids.items()), ids
