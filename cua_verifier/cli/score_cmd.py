@@ -41,6 +41,7 @@ from ._options import (
     task_options,
 )
 from ._sources import Item, display_path, iter_path
+from ._stopping import run_stoppable
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,8 @@ def build_judge(args: argparse.Namespace) -> Any:
 
 
 async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *, concurrency: int = 4,
-                    progress: bool = True, none_if_degraded: Collection[str] | None = None) -> dict[str, int]:
+                    progress: bool = True, none_if_degraded: Collection[str] | None = None,
+                    stop: asyncio.Event | None = None) -> dict[str, int]:
     """Score every item whose id is not already scored in `out`; returns this run's counts.
 
     `none_if_degraded`: the reward's setting (None: its default); such results are `unscored`."""
@@ -115,7 +117,7 @@ async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *
         if none_if_degraded is None:
             none_if_degraded = none_if_degraded_of({})
         return await score_items(items, writer, verify_one, concurrency=concurrency, progress=progress,
-                                 none_if_degraded=none_if_degraded)
+                                 none_if_degraded=none_if_degraded, stop=stop)
     finally:
         writer.close()
 
@@ -191,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
 
-    async def main() -> dict[str, int]:
+    async def main(stop: asyncio.Event) -> dict[str, int]:
         try:
             options = task_options(args)
             items = single_run(iter_items(args.paths, allow_outside_screenshots=config.allow_outside_screenshots,
@@ -199,21 +201,27 @@ def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
             return await score_all(items, Path(args.out), judge, config,
                                    concurrency=concurrency_of(args.settings, args),
                                    progress=not args.no_progress,
-                                   none_if_degraded=none_if_degraded_of(args.settings))
+                                   none_if_degraded=none_if_degraded_of(args.settings), stop=stop)
         finally:
             await judge.aclose()
 
     try:
-        counts = asyncio.run(main())
+        counts, stopped = run_stoppable(main)
     except ConfigError as exc:  # e.g. the results log is in use by another run
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from verifier.records import ResultWriter, format_summary, summarize
 
-    print(f"this run: scored {counts['scored']}, unscored {counts['unscored']}, skipped (already scored) "
-          f"{counts['skipped']} -> {args.out}")
+    if stopped.signals:
+        print(stopped.describe(), file=sys.stderr)
+    if counts is not None:
+        left = f", not started {counts['not_started']}" if "not_started" in counts else ""
+        print(f"this run: scored {counts['scored']}, unscored {counts['unscored']}, skipped (already scored) "
+              f"{counts['skipped']}{left} -> {args.out}")
     records = ResultWriter(args.out).records()
     print(format_summary(summarize(records)))
     if note := missing_instruction_note(records):
         print(note, file=sys.stderr)
+    if stopped.exit_status is not None or counts is None:
+        return stopped.exit_status or 130
     return exit_status(counts)

@@ -51,6 +51,7 @@ from ._options import (
 )
 from ._preflight import check_judge, require
 from ._sources import Item, Unscored, score_items
+from ._stopping import run_stoppable
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ def build_settings(args: argparse.Namespace) -> Any:
     return settings
 
 
-async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
+async def _main(args: argparse.Namespace, settings: Any, stop: asyncio.Event | None = None) -> dict[str, Any]:
     from verifier.session import VerifierSession
 
     out = Path(args.out)
@@ -131,10 +132,15 @@ async def _main(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
         counts = await score_items(items, writer, verify_one,
                                    concurrency=args.concurrency or settings.max_concurrency,
                                    progress=not args.no_progress, total=total, unit="rollout",
-                                   none_if_degraded=settings.none_if_degraded)
+                                   none_if_degraded=settings.none_if_degraded, stop=stop)
     finally:
         await session.aclose()
         writer.close()
+    return export(out, writer, counts)
+
+
+def export(out: Path, writer: ResultWriter, counts: dict[str, int]) -> dict[str, Any]:
+    """Write `out` from the results log, and the run's summary."""
     if out.suffix == ".parquet":
         writer.export_parquet(out)
     else:
@@ -152,6 +158,17 @@ def check_dependencies(args: argparse.Namespace) -> None:
         require(f"score-dataset on {args.source} (a data file or hub dataset)", "bench", "datasets")
 
 
+def _print_summary(summary: dict[str, Any], out: str, *, this_run: bool = True) -> None:
+    c = summary["this_run"]
+    if this_run:
+        left = f", not started {c['not_started']}" if "not_started" in c else ""
+        print(f"this run: scored {c['scored']}, unscored {c['unscored']}, already done {c['skipped']}{left}")
+    print(format_summary(summary))
+    if summary.get("instruction_note"):
+        print(summary["instruction_note"], file=sys.stderr)
+    print(f"results: {out}")
+
+
 def run(args: argparse.Namespace, settings: Any = None) -> int:
     if Path(args.out).suffix not in (".parquet", ".jsonl"):
         print("error: --out must end in .parquet or .jsonl", file=sys.stderr)
@@ -165,17 +182,22 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
 
             summary = score_on_ray(args, settings)
         else:
-            summary = asyncio.run(_main(args, settings))
+            result, stopped = run_stoppable(lambda stop: _main(args, settings, stop))
+            if stopped.signals:
+                print(stopped.describe(), file=sys.stderr)
+            if result is None:  # abandoned mid-run: what was written is exported all the same
+                out = Path(args.out)
+                result = export(out, ResultWriter(log_path_for(out)), {"scored": 0, "unscored": 0, "skipped": 0})
+            summary = result
+            if stopped.exit_status is not None:
+                _print_summary(summary, args.out, this_run=not stopped.abandoned)
+                return stopped.exit_status
         published = publish_if_asked(args, settings)
     except (ConfigError, TrajectoryError, JudgeUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     c = summary["this_run"]
-    print(f"this run: scored {c['scored']}, unscored {c['unscored']}, already done {c['skipped']}")
-    print(format_summary(summary))
-    if summary.get("instruction_note"):
-        print(summary["instruction_note"], file=sys.stderr)
-    print(f"results: {args.out}")
+    _print_summary(summary, args.out)
     if published:
         print(f"scored dataset: {published['rows']} rows -> {published.get('folder') or published.get('pushed')}")
     return exit_status(c)

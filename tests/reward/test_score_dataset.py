@@ -15,6 +15,7 @@ import reward_fakes
 from cua_verifier.cli import build_parser
 from reward import RewardSettings
 from verifier.records import ResultWriter
+from verifier.sources.rows import log_path_for
 from verifier.trajectory import Step, Task, Trajectory
 
 HERE = Path(__file__).resolve().parent
@@ -329,3 +330,51 @@ def test_byte_identical_rows_each_keep_their_own_trajectory_id(tmp_path):
     ids = {r["id"]: r["result"]["trajectory_id"] for r in records}
     assert len(set(ids.values())) == 3, ids  # one verification, three rollouts named as themselves
     assert all(own.endswith(f"rollouts.jsonl:{int(rid.split('#')[1]) + 1}") for rid, own in ids.items()), ids
+
+
+def _run_and_signal(tmp_path: Path, signals: list[int], n: int = 12) -> tuple[subprocess.CompletedProcess, Path]:
+    """score-dataset in a subprocess (fake verify, 0.3 s each, 2 at a time), sent `signals` once
+    two records are written."""
+    src = make_jsonl(tmp_path / "rollouts.jsonl", n)
+    out = tmp_path / "res.jsonl"
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"verify_fn": "reward_fakes.fake_verify", "judge_factory": "reward_fakes.fake_judge",
+                               "cache_factory": None}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)]), "FAKE_VERIFY_SLEEP": "0.3"}
+    cli = "import sys; from cua_verifier.cli import main; sys.exit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", cli, "score-dataset", str(src), "--out", str(out), "--config",
+                             str(cfg), "--concurrency", "2", "--no-progress"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    log = log_path_for(out)
+    deadline = time.time() + 30
+    while time.time() < deadline and (not log.exists() or len(log.read_text().splitlines()) < 2):
+        time.sleep(0.02)
+    for sig in signals:
+        proc.send_signal(sig)
+        time.sleep(0.05)
+    stdout, stderr = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_drains_the_rollouts_in_flight_exports_and_says_how_to_resume(tmp_path, sig):
+    """Issue 38 §8: SIGTERM stopped score-dataset with no drain and no export; SIGINT printed two
+    tracebacks. The first signal now starts nothing new, finishes what is in flight, exports and
+    exits 128 + the signal; the rerun does exactly the rest."""
+    done, out = _run_and_signal(tmp_path, [sig])
+    assert done.returncode == 128 + sig, done.stderr
+    assert "Traceback" not in done.stderr and "run the same command to resume" in done.stderr
+    written = ResultWriter(log_path_for(out)).done_ids()
+    assert len(written) >= 3 and written == {json.loads(x)["id"] for x in out.read_text().splitlines()}
+    assert "were finished" in done.stderr and "not started" in done.stdout  # both in flight finished
+    assert len(written) < 12
+    reward_fakes.CALLS.clear()
+    assert run_cli([str(tmp_path / "rollouts.jsonl"), "--out", str(out)]) == 0
+    assert sorted(reward_fakes.CALLS) == sorted(f"t{k}" for k in range(12) if f"rollouts.jsonl#{k}" not in written)
+
+
+def test_a_second_sigint_abandons_the_rollouts_in_flight_without_a_traceback(tmp_path):
+    done, out = _run_and_signal(tmp_path, [signal.SIGINT, signal.SIGINT])
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert "were abandoned" in done.stderr and out.exists()  # what was written is exported all the same
+    assert ResultWriter(log_path_for(out)).done_ids() == {json.loads(x)["id"] for x in out.read_text().splitlines()}

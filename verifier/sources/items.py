@@ -223,6 +223,13 @@ async def score_one(rid: str, desc: str, thunk: Callable[[], Any],
     return ScoreRecord.unscored(rid, err, source=desc, duration_s=time.monotonic() - t0, other_verdicts=others)
 
 
+def _drop_queued(queue: asyncio.Queue, counts: dict[str, int]) -> None:
+    """Empty `queue` after a stop: what was queued and not started is left for the rerun."""
+    counts.setdefault("not_started", 0)
+    while not queue.empty():
+        counts["not_started"] += queue.get_nowait() is not None
+
+
 def _other_verdicts(traj: Any) -> dict[str, Any] | None:
     """The agent's claim / environment score a loaded trajectory carries (None when it has neither)."""
     others = traj.other_verdicts() if hasattr(traj, "other_verdicts") else None
@@ -232,7 +239,7 @@ def _other_verdicts(traj: Any) -> dict[str, Any] | None:
 async def score_items(items: Iterable[Item], writer: ResultWriter,
                       verify_one: Callable[[Any], Awaitable[Any]], *, concurrency: int,
                       progress: bool = True, total: int | None = None, unit: str = "traj",
-                      none_if_degraded: Collection[str] = ()) -> dict[str, int]:
+                      none_if_degraded: Collection[str] = (), stop: asyncio.Event | None = None) -> dict[str, int]:
     """Score every item whose id is not already scored in `writer`; returns this run's counts.
 
     `verify_one(trajectory)` returns a result or raises (`Unscored(error)` for a failure it has
@@ -241,6 +248,9 @@ async def score_items(items: Iterable[Item], writer: ResultWriter,
     recorded `unscored` with the result kept, so it is never averaged in and is retried on rerun.
     Items are pulled lazily (off the event loop) into a bounded queue, so a streamed dataset is
     never read ahead of the workers, and each record is written (fsync'ed) as soon as it is done.
+
+    `stop` (set by a signal, `cua_verifier.cli._stopping`): no item is started after it is set;
+    those queued are dropped (a rerun does them) and those in flight are finished and written.
     """
     from tqdm.auto import tqdm
 
@@ -261,21 +271,27 @@ async def score_items(items: Iterable[Item], writer: ResultWriter,
             bar.update(1)
             bar.set_postfix(scored=counts["scored"], unscored=counts["unscored"], refresh=False)
 
-    async def put(item: Any) -> None:
-        """Enqueue, but fail fast if a worker died (e.g. the disk is full) instead of hanging."""
+    stopped = asyncio.ensure_future(stop.wait()) if stop is not None else None
+
+    async def put(item: Any) -> bool:
+        """Enqueue (False when `stop` came first), but fail fast if a worker died (e.g. the disk is
+        full) instead of hanging."""
         task = asyncio.ensure_future(queue.put(item))
-        await asyncio.wait({task, *workers}, return_when=asyncio.FIRST_COMPLETED)
-        if not task.done():
-            task.cancel()
-            for w in workers:
-                if w.done() and (error := w.exception()) is not None:
-                    raise error
-            raise RuntimeError("scoring workers stopped early")
+        await asyncio.wait({task, *workers, *([stopped] if stopped else [])}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return True
+        task.cancel()
+        for w in workers:
+            if w.done() and (error := w.exception()) is not None:
+                raise error
+        if stopped is not None and stopped.done():
+            return False
+        raise RuntimeError("scoring workers stopped early")
 
     workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
     try:
         it = iter(items)
-        while True:
+        while stop is None or not stop.is_set():
             item = await asyncio.to_thread(next, it, None)
             if item is None:
                 break
@@ -284,12 +300,21 @@ async def score_items(items: Iterable[Item], writer: ResultWriter,
                 bar.update(1)
                 continue
             done.add(item[0])
-            await put(item)
-        for _ in workers:
-            await put(None)
+            if not await put(item):
+                break
+        sent = 0
+        while sent < len(workers):
+            if stop is not None and stop.is_set():
+                _drop_queued(queue, counts)
+                for _ in workers:  # the queue is empty and holds 2x as many: extra sentinels are harmless
+                    queue.put_nowait(None)
+                break
+            sent += await put(None)
         await asyncio.gather(*workers)
     finally:
         for w in workers:
             w.cancel()
+        if stopped is not None:
+            stopped.cancel()
         bar.close()
     return counts
