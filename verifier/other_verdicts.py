@@ -1,5 +1,6 @@
-"""The two judgements a run may carry besides the verifier's: the agent's own claim and the
-environment's programmatic score. They live in `Trajectory.metadata` under the fixed keys below.
+"""The judgements a run may carry besides the verifier's: the agent's own claim, the environment's
+programmatic score, and the verdict of the agent framework's own LLM judge (browser-use's
+`ActionResult.judgement`). They live in `Trajectory.metadata` under the fixed keys below.
 
 Why a module of their own: loaders write them, `inspect`, the viewer and `bench --env-agreement`
 read them, and no verification stage may (the judge never sees them), so they are defined once,
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 #: by any verification stage, so neither can leak into or stand in for the verifier's verdict.
 AGENT_CLAIM = "agent_claim"
 ENV_SCORE = "env_score"
+FRAMEWORK_JUDGE = "framework_judge"
 
 
 class AgentClaim(BaseModel):
@@ -42,3 +44,21 @@ class EnvScore(BaseModel):
     @classmethod
     def of(cls, score: float, source: str) -> EnvScore:
         return cls(score=float(score), success=float(score) >= 1.0, source=source)
+
+
+class FrameworkJudgement(BaseModel):
+    """The agent framework's own LLM judge on the run (browser-use 0.8+: `ActionResult.judgement`
+    on the final result: `verdict`, `reasoning`, `failure_reason`, `impossible_task`, `reached_captcha`).
+
+    Why it is kept and never shown: it is a second model's opinion, useful to compare with (bench
+    `--env-agreement`), but text a judge could anchor on, and it came in the untrusted trajectory.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: bool | None = None
+    reasoning: str | None = None
+    failure_reason: str | None = None
+    impossible_task: bool | None = None
+    reached_captcha: bool | None = None
+    source: str = Field(min_length=1, description="Where it was read, e.g. 'browser-use result.judgement'.")

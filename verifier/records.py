@@ -54,7 +54,7 @@ class ScoreRecord(BaseModel):
     scored_at: float = Field(default_factory=time.time)
     duration_s: float | None = None
     #: The run's other judgements, copied from `Trajectory.other_verdicts()` (`agent_claim`,
-    #: `env_score`): kept beside the verifier's result for comparison, never part of it.
+    #: `env_score`, `framework_judge`): kept beside the verifier's result for comparison, never part of it.
     other_verdicts: dict[str, Any] | None = None
 
     @classmethod
@@ -267,6 +267,8 @@ class ResultWriter:
             row["env_score"] = (others.get("env_score") or {}).get("score")
             row["env_success"] = (others.get("env_score") or {}).get("success")
             row["agent_claim"] = (others.get("agent_claim") or {}).get("success")
+            judged = others.get("framework_judge") or {}  # browser-use's own judge (other_verdicts)
+            row["framework_verdict"], row["framework_failure_reason"] = judged.get("verdict"), judged.get("failure_reason")
             rows.append(row)
         schema = pa.schema([("id", pa.string()), ("status", pa.string()), ("reason", pa.string()),
                             ("source", pa.string()), ("scored_at", pa.float64()),
@@ -274,7 +276,8 @@ class ResultWriter:
                             ("process_score", pa.float64()), ("process_success", pa.bool_()),
                             ("outcome_success", pa.bool_()), ("outcome_reasoning", pa.string()),
                             ("first_failure_step", pa.int64()), ("result_json", pa.string()),
-                            ("env_score", pa.float64()), ("env_success", pa.bool_()), ("agent_claim", pa.bool_())])
+                            ("env_score", pa.float64()), ("env_success", pa.bool_()), ("agent_claim", pa.bool_()),
+                            ("framework_verdict", pa.bool_()), ("framework_failure_reason", pa.string())])
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), out)

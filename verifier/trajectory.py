@@ -42,7 +42,7 @@ from pydantic import (
 )
 
 from .errors import ScreenshotError
-from .other_verdicts import AGENT_CLAIM, ENV_SCORE, AgentClaim, EnvScore
+from .other_verdicts import AGENT_CLAIM, ENV_SCORE, FRAMEWORK_JUDGE, AgentClaim, EnvScore, FrameworkJudgement
 
 try:  # optional (the service extra): SIMD base64, ~20x the standard library's speed on screenshots
     import pybase64 as _fast_b64
@@ -413,8 +413,8 @@ class Trajectory(BaseModel):
     source_format: str = "native"
     source_path: str | None = None
     load_warnings: list[str] = Field(default_factory=list)
-    #: Facts about the run that are not the task (shown to no judge): `AGENT_CLAIM` and `ENV_SCORE`
-    #: (see `AgentClaim`, `EnvScore`); loaders may add other keys.
+    #: Facts about the run that are not the task (shown to no judge): `AGENT_CLAIM`, `ENV_SCORE` and
+    #: `FRAMEWORK_JUDGE` (see `AgentClaim`, `EnvScore`, `FrameworkJudgement`); loaders may add other keys.
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -448,14 +448,18 @@ class Trajectory(BaseModel):
         raw = self.metadata.get(ENV_SCORE)
         return EnvScore.model_validate(raw) if isinstance(raw, dict) else None
 
+    def framework_judgement(self) -> FrameworkJudgement | None:
+        raw = self.metadata.get(FRAMEWORK_JUDGE)
+        return FrameworkJudgement.model_validate(raw) if isinstance(raw, dict) else None
+
     def other_verdicts(self) -> dict[str, Any]:
-        """The agent's claim and the environment's score as plain data (absent ones left out)."""
-        claim, env = self.agent_claim(), self.env_score()
+        """The agent's claim, the environment's score and the framework's own judge as plain data
+        (absent ones left out)."""
         out: dict[str, Any] = {}
-        if claim is not None:
-            out[AGENT_CLAIM] = claim.model_dump()
-        if env is not None:
-            out[ENV_SCORE] = env.model_dump()
+        for key, verdict in ((AGENT_CLAIM, self.agent_claim()), (ENV_SCORE, self.env_score()),
+                             (FRAMEWORK_JUDGE, self.framework_judgement())):
+            if verdict is not None:
+                out[key] = verdict.model_dump()
         return out
 
     def to_json(self, **kwargs: Any) -> str:

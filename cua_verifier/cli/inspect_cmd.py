@@ -18,7 +18,7 @@ from typing import Any
 
 from verifier.errors import ConfigError, TrajectoryError
 from verifier.loaders import load_trajectories
-from verifier.trajectory import AGENT_CLAIM, ENV_SCORE, Screenshot, Trajectory
+from verifier.trajectory import AGENT_CLAIM, ENV_SCORE, FRAMEWORK_JUDGE, Screenshot, Trajectory
 
 from ._options import OUTSIDE_HELP, add_task_args, single_run, task_options
 from ._sources import display_path, iter_path
@@ -141,6 +141,7 @@ def summarise(traj: Trajectory) -> dict[str, Any]:
         "steps": [s.model_dump() for s in traj.steps], "screenshots": shots,
         "distinct_screenshots": len(first_seen), "warnings": list(traj.load_warnings),
         "agent_claim": traj.other_verdicts().get(AGENT_CLAIM), "env_score": traj.other_verdicts().get(ENV_SCORE),
+        "framework_judge": traj.other_verdicts().get(FRAMEWORK_JUDGE),
     }
 
 
@@ -155,6 +156,11 @@ def other_verdict_lines(info: dict[str, Any]) -> list[str]:
         lines.append(f"Env score    {env['score']:g} ({'success' if env['success'] else 'not success'} by the "
                      f"environment's checker; {env['source']}; not the verifier's verdict, and not always "
                      "task success)")
+    if judged := info.get("framework_judge"):
+        said = {True: "success", False: "failure", None: "no verdict"}[judged.get("verdict")]
+        why = f"; failure reason: {judged['failure_reason']}" if judged.get("failure_reason") else ""
+        lines.append(f"Agent's judge {said}  (the agent framework's own LLM judge; {judged['source']}{why}; "
+                     "never shown to the verifier's judge)")
     return lines
 
 

@@ -146,7 +146,9 @@ def test_real_trajectories_folder_through_the_real_pipeline(tmp_path, shared_dat
     s = RewardSettings(judge_factory="verifier.testing.ScriptedJudge")
     assert args.func(args, settings=s) == 3  # two runs lack their instruction (no --task-file given)
     recs = {r.id: r for r in ResultWriter(tmp_path / "o.parquet.records.jsonl").records()}
-    stored_task = {"fara-alltrails-find-23", "om2w-fb7b4f784cfde003e2548fdf4e8d6b4f"}
+    # the BrowserGym experiment sits two folders down (sample folder / experiment): found too (issue 35 §5)
+    stored_task = {"fara-alltrails-find-23", "om2w-fb7b4f784cfde003e2548fdf4e8d6b4f",
+                   "browsergym-workarena-all-menu-4/2024-12-18_12-49-54_DemoAgentArgs_on_workarena.servicenow.all-menu_4"}
     needs_task = {"browser-use-jakkaj-bfcl",
                   "osworld-sec-eval-execute-binary/sec_eval_results/execute_binary/20250226@161539-failed"}
     assert set(recs) == stored_task | needs_task

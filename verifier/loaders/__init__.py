@@ -29,13 +29,14 @@ from typing import Any
 
 from ..errors import TrajectoryError
 from ..trajectory import Trajectory
+from ._common import find_folders
 from .browser_use import browser_use_file_in, is_browser_use_file, load_browser_use
 from .browsergym import is_browsergym_folder, load_browsergym
 from .cuavb import iter_cuavb_dataset, iter_cuavb_parquet, load_cuavb_hub, load_cuavb_row
 from .fara import is_fara_folder, load_fara
 from .native import iter_native, load_native_record
 from .om2w import is_om2w_folder, load_om2w
-from .osworld import find_osworld_runs, is_osworld_folder, load_osworld
+from .osworld import MAX_RUN_DEPTH, find_osworld_runs, is_osworld_folder, load_osworld
 
 FORMATS = ("fara", "om2w", "native", "cuavb-parquet", "cuavb-row", "browser-use", "browsergym", "osworld")
 #: Formats read from a run folder (a file of the folder given instead loads the folder).
@@ -43,7 +44,7 @@ _FOLDER_FORMATS = ("fara", "om2w", "browsergym", "osworld")
 #: Loaders that take `task_file=` / `instruction=`.
 _TASK_OPTION_FORMATS = ("fara", "browser-use", "browsergym", "osworld")
 
-__all__ = ["FORMATS", "detect_format", "find_osworld_runs", "iter_cuavb_dataset", "iter_cuavb_parquet",
+__all__ = ["FORMATS", "detect_format", "find_osworld_runs", "find_runs", "iter_cuavb_dataset", "iter_cuavb_parquet",
            "load_browser_use", "load_browsergym", "load_cuavb_hub", "load_cuavb_row", "load_fara",
            "load_native_record", "load_om2w", "load_osworld", "load_trajectories", "load_trajectory",
            "takes_task_options"]
@@ -52,6 +53,13 @@ __all__ = ["FORMATS", "detect_format", "find_osworld_runs", "iter_cuavb_dataset"
 def takes_task_options(fmt: str) -> bool:
     """Whether a format's loader accepts `task_file=` / `instruction=` (the others store the task)."""
     return fmt in _TASK_OPTION_FORMATS
+
+
+def find_runs(root: Path, *, depth: int = MAX_RUN_DEPTH) -> list[Path]:
+    """Run folders nested below `root` that a folder scan lists one level at a time would miss:
+    OSWorld's results tree (5 levels) and BrowserGym / AgentLab studies (`<study>/<experiment>/`,
+    or deeper when studies are grouped). Sorted; a run folder's own subfolders are not searched."""
+    return find_folders(root, lambda p: is_osworld_folder(p) or is_browsergym_folder(p), depth=depth)
 
 
 def detect_format(path: str | Path) -> str:

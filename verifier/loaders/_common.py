@@ -35,6 +35,24 @@ TERMINAL_ACTIONS = {"terminate", "stop_and_answer_question", "stop_execution", "
                     "done", "finish"}
 
 
+def find_folders(root: Path, is_run: Callable[[Path], bool], *, depth: int) -> list[Path]:
+    """Every folder at most `depth` levels below `root` for which `is_run` holds (not looking inside
+    those), sorted; symlinked folders are not followed (a link loop would never end)."""
+    found: list[Path] = []
+    level = [root]
+    for _ in range(depth):
+        nxt: list[Path] = []
+        for folder in level:
+            try:
+                children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+            except OSError:
+                continue
+            for child in children:
+                (found if is_run(child) else nxt).append(child)
+        level = nxt
+    return sorted(found)
+
+
 def read_text(path: Path, *, what: str) -> str:
     """UTF-8 text of `path`; missing, non-UTF-8 or empty files raise with file (and line)."""
     try:

@@ -16,7 +16,9 @@ Mapping: each action that ran is one `Step` (an action with no result did not ru
 `state` is the page *before* the item's actions, so item k's screenshot is "before" its first step
 and the page after the last action was never saved. The final answer is the last
 `extracted_content` of a run that ended with `is_done`; `is_done` / `success` are the agent's own
-claim, kept in `metadata["agent_claim"]`, never a verdict.
+claim, kept in `metadata["agent_claim"]`, never a verdict. From 0.8 browser-use can run its own LLM
+judge on the finished run (`judgement` on the last result: verdict, failure_reason, impossible_task,
+reached_captcha); it is kept beside the claim in `metadata["framework_judge"]`, for comparison only.
 """
 from __future__ import annotations
 
@@ -28,7 +30,17 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from ..errors import TrajectoryError
-from ..trajectory import AGENT_CLAIM, AgentClaim, RunStatus, Screenshot, Step, Task, Trajectory
+from ..trajectory import (
+    AGENT_CLAIM,
+    FRAMEWORK_JUDGE,
+    AgentClaim,
+    FrameworkJudgement,
+    RunStatus,
+    Screenshot,
+    Step,
+    Task,
+    Trajectory,
+)
 from ._common import check_screenshots, confine_screenshots, inside, read_json, to_epoch
 from .task_file import resolve_task
 
@@ -117,6 +129,8 @@ def load_browser_use(path: str | Path, *, task_file: str | Path | None = None, i
         success = last.get("success")
         metadata[AGENT_CLAIM] = AgentClaim(success=success if isinstance(success, bool) else None,
                                            source="browser-use result.is_done/success").model_dump()
+    if last and (judged := _judgement(last.get("judgement"), file=file, warnings=warnings)) is not None:
+        metadata[FRAMEWORK_JUDGE] = judged.model_dump()
     status = RunStatus.finished if done else (
         RunStatus.aborted if last and last.get("error") else RunStatus.step_budget_exhausted)
 
@@ -198,6 +212,20 @@ def _local_path(saved: str, root: Path, allow_outside: bool) -> Path | None:
     if beside is not None and beside.is_file():
         return beside
     return own if own is not None and own.is_file() else None
+
+
+def _judgement(raw: Any, *, file: str, warnings: list[str]) -> FrameworkJudgement | None:
+    """browser-use's own judge verdict (`ActionResult.judgement`), fields of the wrong type dropped."""
+    if not isinstance(raw, dict):
+        return None
+    flags = {k: raw[k] for k in ("verdict", "impossible_task", "reached_captcha") if isinstance(raw.get(k), bool)}
+    texts = {k: raw[k].strip() for k in ("reasoning", "failure_reason")
+             if isinstance(raw.get(k), str) and raw[k].strip()}
+    if not flags and not texts:
+        warnings.append("the last result's judgement holds none of verdict, failure_reason, impossible_task, "
+                        "reached_captcha: ignored")
+        return None
+    return FrameworkJudgement(**flags, **texts, source="browser-use result.judgement")
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -9,7 +9,9 @@ by `pickle.load`: a trajectory file is untrusted input.
 Mapping: `StepInfo` k holds the observation the agent saw and the action it chose from it, so
 screenshot k is "before" step k+1; the last `StepInfo` has `action: None` (the episode ended) and
 its screenshot is the final page, "after" the last step. `action` is often the model's whole
-reply: the fenced call is the action, the prose the thought (`_code_action`). The answer is the
+reply: the fenced call is the action, the prose the thought (`_code_action`). AgentLab's
+GenericAgent stores a bare call as the action and its reasoning in `agent_info.think`
+(an `AgentInfo`, or a dict in older runs): that text is the step's thought. The answer is the
 last chat message the agent sent to the user after the goal (`send_msg_to_user`). The environment's
 score (`cum_reward`) goes to `metadata["env_score"]`, never into the task the judge sees.
 """
@@ -24,7 +26,7 @@ from ..errors import TrajectoryError
 from ..trajectory import ENV_SCORE, EnvScore, RunStatus, Screenshot, Step, Task, Trajectory
 from ._code_action import parse_code, split_reply
 from ._common import check_screenshots, confine_screenshots, place_screenshots, read_json, to_epoch
-from ._safe_pickle import load_pickle
+from ._safe_pickle import GOAL_FILE, load_pickle
 from .task_file import resolve_task
 
 _STEP_RE = re.compile(r"^step_(\d+)\.pkl(\.gz)?$")
@@ -61,7 +63,7 @@ def load_browsergym(folder: str | Path, *, task_file: str | Path | None = None, 
             continue  # the episode ended before the agent acted: this record only shows the final page
         if not isinstance(action, str):
             raise TrajectoryError("action must be a string or None", file=str(p), field="action")
-        step = _step(len(steps) + 1, action, obs, get("profiling"))
+        step = _step(len(steps) + 1, action, obs, get("profiling"), _think(get("agent_info")))
         if k + 1 < len(infos):  # an action's error is reported in the next observation
             nxt = _getter(infos[k + 1][1], infos[k + 1][0])("obs")
             error = nxt.get("last_action_error") if isinstance(nxt, dict) else None
@@ -97,7 +99,7 @@ def load_browsergym(folder: str | Path, *, task_file: str | Path | None = None, 
     task_id = _task_id(root)
     goal_file = root / "goal_object.pkl.gz"
     if goal_file.is_file():
-        goal_text = _goal_text(load_pickle(goal_file, what=goal_file.name)) or goal_text
+        goal_text = _goal_text(load_pickle(goal_file, what=goal_file.name, allowed=GOAL_FILE)) or goal_text
     own: dict[str, Any] | None = {"instruction": goal_text, "start_url": None, "metadata": {}} if goal_text else None
     entry = resolve_task(task_id, instruction=instruction, task_file=task_file, own=own, file=str(root),
                          why_missing="no goal_object.pkl.gz and no goal in the observations")
@@ -117,13 +119,20 @@ def _getter(info: Any, path: Path) -> Any:
     raise TrajectoryError(f"expected a StepInfo record, got {type(info).__name__}", file=str(path))
 
 
-def _step(index: int, reply: str, obs: dict[str, Any], profiling: Any) -> Step:
+def _think(agent_info: Any) -> str | None:
+    """The agent's reasoning for the step (`AgentInfo.think`, a record or a dict), if it wrote any."""
+    think = agent_info.get("think") if hasattr(agent_info, "get") else None
+    return think.strip() or None if isinstance(think, str) else None
+
+
+def _step(index: int, reply: str, obs: dict[str, Any], profiling: Any, think: str | None = None) -> Step:
     code, thought = split_reply(reply)
     if code is None:
         action, args = "unparsed", {"text": reply.strip()}
         thought = None
     else:
         action, args = parse_code(code)
+    thought = think or thought
     urls, active = obs.get("open_pages_urls"), obs.get("active_page_index")
     url = obs.get("url") if isinstance(obs.get("url"), str) else None
     if url is None and isinstance(urls, (list, tuple)) and urls:

@@ -14,9 +14,10 @@ screenshot is `step=k, timing="after"`. `DONE` / `FAIL` are the agent's own clai
 it tests whatever the task's evaluator tests, which is not always the user's goal. A run that hit
 the time limit ends with an `{"Error": ...}` row and has no `result.txt`: status `aborted`.
 
-The instruction is not in the result folder: it lives in the task config
-`evaluation_examples/examples/<domain>/<example_id>.json`, given by path or as a folder to search
-(`task_file=`), or as `instruction=`.
+Newer OSWorld copies also save the starting screen as `step_0.png` (it becomes the screenshot
+before step 1) and the task's text as `instruction.txt`. Without that file the instruction is not in
+the result folder: it lives in the task config `evaluation_examples/examples/<domain>/<example_id>.json`,
+given by path or as a folder to search (`task_file=`), or as `instruction=`.
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from ..trajectory import (
     Trajectory,
 )
 from ._code_action import parse_code
-from ._common import check_screenshots, confine_screenshots, iter_json_lines, read_text
+from ._common import check_screenshots, confine_screenshots, find_folders, iter_json_lines, read_text
 from .task_file import resolve_task
 
 #: OSWorld's observation types: the second folder of the canonical layout.
@@ -46,6 +47,8 @@ OBSERVATION_TYPES = {"screenshot", "a11y_tree", "screenshot_a11y_tree", "som"}
 #: Folders searched below a results root for run folders (canonical depth is 5).
 MAX_RUN_DEPTH = 6
 _SPECIAL = {"DONE": "done", "FAIL": "fail", "WAIT": "wait"}
+#: Written by newer OSWorld copies: the starting screen and the task's instruction.
+START_SCREEN, INSTRUCTION_FILE = "step_0.png", "instruction.txt"
 
 
 def is_osworld_folder(path: Path) -> bool:
@@ -54,19 +57,7 @@ def is_osworld_folder(path: Path) -> bool:
 
 def find_osworld_runs(root: Path, *, depth: int = MAX_RUN_DEPTH) -> list[Path]:
     """Every run folder (holding `traj.jsonl`) at most `depth` levels below `root`, sorted."""
-    found: list[Path] = []
-    level = [root]
-    for _ in range(depth):
-        nxt: list[Path] = []
-        for folder in level:
-            try:
-                children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
-            except OSError:
-                continue
-            for child in children:
-                (found if is_osworld_folder(child) else nxt).append(child)
-        level = nxt
-    return sorted(found)
+    return find_folders(root, is_osworld_folder, depth=depth)
 
 
 def load_osworld(folder: str | Path, *, task_file: str | Path | None = None, instruction: str | None = None,
@@ -101,6 +92,9 @@ def load_osworld(folder: str | Path, *, task_file: str | Path | None = None, ins
                 shots.append(Screenshot.from_path(path, step=len(steps), timing="after"))
                 continue
         missing.append(len(steps))
+    start = root / START_SCREEN
+    if start.is_file():  # newer copies: the screen before the first action
+        shots.insert(0, Screenshot.from_path(start, step=1 if steps else 0, timing="before"))
     if missing:
         warnings.append(f"no screenshot after step(s) {', '.join(map(str, missing))} of {len(steps)}")
     confine_screenshots(shots, root, allow_outside=allow_outside_screenshots, file=file)
@@ -183,6 +177,10 @@ def _layout(root: Path) -> dict[str, str | None]:
 def _task(root: Path, layout: dict[str, Any], task_file: str | Path | None, instruction: str | None,
           file: str) -> dict[str, Any]:
     why = "OSWorld keeps it in the task config evaluation_examples/examples/<domain>/<example_id>.json"
+    saved = root / INSTRUCTION_FILE
+    if saved.is_file() and (text := _saved_instruction(saved)):
+        own: dict[str, Any] = {"instruction": text, "start_url": None, "metadata": {}}
+        return resolve_task(root.name, instruction=instruction, own=own, file=str(saved), why_missing=why)
     if instruction is None and task_file is not None and Path(task_file).is_dir() and layout["layout"] == "flat":
         # a flat fork folder may be named by a timestamp: try its own name, then its parent's
         for guess in (root.name, root.parent.name):
@@ -192,3 +190,13 @@ def _task(root: Path, layout: dict[str, Any], task_file: str | Path | None, inst
                 continue
     return resolve_task(root.name, instruction=instruction, task_file=task_file, domain=layout.get("domain"),
                         file=file, why_missing=why)
+
+
+def _saved_instruction(path: Path) -> str | None:
+    """The text of `instruction.txt`; a blank one counts as absent (the task config is then needed)."""
+    try:
+        if not path.read_bytes().strip():
+            return None
+    except OSError:
+        pass  # read_text below names the file and the reason
+    return read_text(path, what=INSTRUCTION_FILE).strip()

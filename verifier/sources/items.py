@@ -62,39 +62,49 @@ def failing(rid: str, source: str, exc: BaseException) -> Item:
 def iter_path(root: Path, key: Callable[[Path], str], *, allow_outside_screenshots: bool = False,
               task_options: Mapping[str, Any] | None = None) -> Iterator[Item]:
     """Each trajectory at `root`: `root` itself if it is one, else each trajectory directly inside it
-    (and OSWorld run folders deeper down: its results tree nests them 5 levels deep).
+    (and OSWorld / BrowserGym run folders deeper down: OSWorld's results tree nests them 5 levels
+    deep, AgentLab puts experiments inside a study folder, itself often inside a results folder).
 
     `key(path)` names an item; entries of a folder that are not trajectories are skipped (logged).
     `allow_outside_screenshots` and `task_options` (`task_file` / `instruction`, for formats that do
     not store the instruction) go to the loaders (see `verifier.loaders.load_trajectories`).
     """
-    from ..loaders import detect_format, find_osworld_runs
-
     try:
-        detect_format(root)
-        children = [root]
+        children = run_paths(root)
     except TrajectoryError as exc:
-        if not root.is_dir():
-            yield failing(key(root), str(root), exc)
-            return
-        try:
-            entries = sorted(root.iterdir())
-        except OSError as err:
-            yield failing(key(root), str(root), TrajectoryError(f"cannot list folder: {err}", file=str(root)))
-            return
-        children = []
-        for child in entries:
-            try:
-                detect_format(child)
-                children.append(child)
-            except TrajectoryError:
-                nested = find_osworld_runs(child) if child.is_dir() else []
-                children.extend(nested)
-                if not nested:
-                    log.debug("skipping %s: not a trajectory", child)
+        yield failing(key(root), str(root), exc)
+        return
     options = {k: v for k, v in (task_options or {}).items() if v is not None}
     for child in children:
         yield from _iter_one(child, key(child), allow_outside_screenshots, options)
+
+
+def run_paths(root: Path) -> list[Path]:
+    """The trajectory paths `iter_path` reads at `root` (runs, native files, parquet files), in
+    order; raises `TrajectoryError` when `root` is neither one nor a readable folder of them."""
+    from ..loaders import detect_format, find_runs
+
+    try:
+        detect_format(root)
+        return [root]
+    except TrajectoryError:
+        if not root.is_dir():
+            raise
+    try:
+        entries = sorted(root.iterdir())
+    except OSError as err:
+        raise TrajectoryError(f"cannot list folder: {err}", file=str(root)) from None
+    children = []
+    for child in entries:
+        try:
+            detect_format(child)
+            children.append(child)
+        except TrajectoryError:
+            nested = find_runs(child) if child.is_dir() else []
+            children.extend(nested)
+            if not nested:
+                log.debug("skipping %s: not a trajectory", child)
+    return children
 
 
 def _iter_one(path: Path, rid: str, outside: bool = False,
