@@ -18,7 +18,7 @@ from .errors import ConfigError
 from .settings import split_urls
 
 CONFIG_HELP = (
-    'JSON settings file. Either reward-settings shaped, {"verifier": {"votes": 3}, "judge": {"timeout_s": '
+    'JSON or YAML (.yaml/.yml) settings file. Either reward-settings shaped, {"verifier": {"votes": 3}, "judge": {"timeout_s": '
     '120}, "max_concurrency": 8}, or plain verifier fields at top level, {"votes": 3, "top_k": 5}; both '
     "may be mixed. Explicit flags win over the file (--votes, --top-k, --judge-url, --model, "
     "--concurrency over max_concurrency)."

@@ -55,7 +55,7 @@ class EnvSettings(BaseSettings):
     judge_model: str | None = None
     """``CUA_JUDGE_MODEL``: the served model name."""
     verifier_config: str | None = None
-    """``CUA_VERIFIER_CONFIG``: path of a JSON settings file (reward-settings or verifier fields)."""
+    """``CUA_VERIFIER_CONFIG``: path of a JSON or YAML settings file (reward-settings or verifier fields)."""
     decode_budget_mb: int = Field(default=256, ge=16)
     """``CUA_DECODE_BUDGET_MB``: decoded screenshot pixels held at once by this process's image
     encoders, in MB (`verifier.judge.pixels`); a decode that would pass it waits for room."""
@@ -146,7 +146,7 @@ class RewardSettings(BaseModel):
 
     @classmethod
     def from_env(cls, **overrides: Any) -> RewardSettings:
-        """CUA_VERIFIER_CONFIG (a JSON file, see `read_config_file`) then CUA_JUDGE_URL / CUA_JUDGE_MODEL,
+        """CUA_VERIFIER_CONFIG (a JSON / YAML file, see `read_config_file`) then CUA_JUDGE_URL / CUA_JUDGE_MODEL,
         then `overrides`; `judge` and `verifier` are merged key by key, not replaced."""
         env = env_settings()
         data = read_config_file(env.verifier_config, what=ENV_CONFIG) if env.verifier_config else {}
@@ -190,16 +190,36 @@ def normalise_config(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: Settings-file suffixes read as YAML (TRL and verl users keep their runs in YAML); others are JSON.
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
 def read_config_file(path: str | os.PathLike[str], *, what: str = "--config") -> dict[str, Any]:
-    """A JSON settings file: RewardSettings fields and/or VerifierConfig fields at top level."""
+    """A JSON or YAML (`.yaml` / `.yml`) settings file: RewardSettings fields and/or VerifierConfig
+    fields at top level. Both spell the same mapping; YAML is read with `safe_load` (no tags that
+    build objects)."""
+    yaml_file = os.fspath(path).lower().endswith(YAML_SUFFIXES)
+    kind = "YAML" if yaml_file else "JSON"
     try:
         with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{what} {path}: cannot read JSON config ({exc})") from exc
+            data = _load_yaml(fh, what, path) if yaml_file else json.load(fh)
+    except (OSError, ValueError) as exc:  # json.JSONDecodeError and yaml.YAMLError (re-raised) are ValueErrors
+        raise ConfigError(f"{what} {path}: cannot read {kind} config ({exc})") from exc
     if not isinstance(data, dict):
-        raise ConfigError(f"{what} {path}: expected a JSON object")
+        raise ConfigError(f"{what} {path}: expected a {kind} mapping of settings (got {type(data).__name__})")
     return normalise_config(data)
+
+
+def _load_yaml(fh: Any, what: str, path: Any) -> Any:
+    try:
+        import yaml
+    except ImportError:
+        raise ConfigError(f"{what} {path}: reading a YAML config needs PyYAML (pip install PyYAML; the "
+                          "train, bench and publish extras bring it), or give the settings as JSON") from None
+    try:
+        return yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:

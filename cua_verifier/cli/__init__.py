@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
+
+from . import _globals
 
 SUBCOMMANDS = [
     "cua_verifier.cli.inspect_cmd",
@@ -29,7 +30,7 @@ DESCRIPTION = ("Universal Verifier for computer-use agents: inspect trajectories
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cua-verifier", description=DESCRIPTION)
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    _globals.add_main_options(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     for name in SUBCOMMANDS:
         try:
@@ -39,14 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    _globals.add_command_options(sub)  # -v / --quiet after the command too, for every command
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _globals.apply(args)
     return int(args.func(args) or 0)
 
 

@@ -114,15 +114,23 @@ def run(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace, cases: list, config: Any, judge: Any, concurrency: int,
                demo: bool) -> int:
+    from tqdm.auto import tqdm
+
     from verifier.calibrate import build_report, format_report, run_suite
 
     from .score_cmd import none_if_degraded_of
 
-    done = [0]
+    done, unscored = [0], [0]
+    per_case = bool(getattr(args, "verbose", 0)) and not args.no_progress  # -v: a line per case instead
+    bar = tqdm(total=len(cases), desc="calibrate", unit="case", dynamic_ncols=True,
+               disable=args.no_progress or per_case)
 
     def progress(run: Any) -> None:
         done[0] += 1
-        if not args.no_progress:
+        unscored[0] += run.result is None
+        bar.set_postfix(unscored=unscored[0], refresh=False)
+        bar.update(1)
+        if per_case:
             state = "scored" if run.result is not None else f"not scored ({(run.error or '')[:80]})"
             print(f"[{done[0]}/{len(cases)}] {run.case}: {state}", file=sys.stderr)
 
@@ -130,6 +138,7 @@ def _calibrate(args: argparse.Namespace, cases: list, config: Any, judge: Any, c
         try:
             return await run_suite(cases, judge=judge, config=config, concurrency=concurrency, on_done=progress)
         finally:
+            bar.close()
             await judge.aclose()
 
     t0 = time.perf_counter()

@@ -67,6 +67,13 @@ def iter_items(paths: Iterable[str], *, allow_outside_screenshots: bool = False,
                              task_options=options)
 
 
+def count_paths(paths: Iterable[str]) -> int | None:
+    """How many trajectories `iter_items(paths)` will give (None when not cheaply known): the bar's total."""
+    from verifier.sources.count import count_items
+
+    return count_items(Path(raw) for raw in paths)
+
+
 def build_config(args: argparse.Namespace) -> Any:
     """The VerifierConfig from --config and the flags (which win); sets `args.settings` for the judge."""
     from verifier.config import VerifierConfig
@@ -98,10 +105,11 @@ def build_judge(args: argparse.Namespace) -> Any:
 
 async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *, concurrency: int = 4,
                     progress: bool = True, none_if_degraded: Collection[str] | None = None,
-                    stop: asyncio.Event | None = None) -> dict[str, int]:
+                    total: int | None = None, stop: asyncio.Event | None = None) -> dict[str, int]:
     """Score every item whose id is not already scored in `out`; returns this run's counts.
 
-    `none_if_degraded`: the reward's setting (None: its default); such results are `unscored`."""
+    `none_if_degraded`: the reward's setting (None: its default); such results are `unscored`.
+    `total`: the number of items, for the progress bar (`verifier.sources.count`)."""
     from verifier.cache import StageCache
     from verifier.pipeline import verify
     from verifier.records import ResultWriter
@@ -117,7 +125,7 @@ async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *
         if none_if_degraded is None:
             none_if_degraded = none_if_degraded_of({})
         return await score_items(items, writer, verify_one, concurrency=concurrency, progress=progress,
-                                 none_if_degraded=none_if_degraded, stop=stop)
+                                 none_if_degraded=none_if_degraded, total=total, stop=stop)
     finally:
         writer.close()
 
@@ -198,9 +206,10 @@ def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
             options = task_options(args)
             items = single_run(iter_items(args.paths, allow_outside_screenshots=config.allow_outside_screenshots,
                                           options=options), options)
+            total = None if args.no_progress else await asyncio.to_thread(count_paths, args.paths)
             return await score_all(items, Path(args.out), judge, config,
                                    concurrency=concurrency_of(args.settings, args),
-                                   progress=not args.no_progress,
+                                   progress=not args.no_progress, total=total,
                                    none_if_degraded=none_if_degraded_of(args.settings), stop=stop)
         finally:
             await judge.aclose()

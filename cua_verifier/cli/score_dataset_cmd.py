@@ -85,6 +85,10 @@ def open_source(args: argparse.Namespace, answer_tools: Sequence[str] | None = N
     options = task_options(args)
     if is_run_source(path):
         items = single_run(iter_folder(path, outside, options), options)
+        if not getattr(args, "no_progress", False):  # counted first, so the bar has a total
+            from verifier.sources.count import count_items
+
+            total = count_items([path])
     elif path.is_file() and path.suffix.lower() not in DATA_SUFFIXES:
         raise ConfigError(f"{path}: unsupported file type (use .parquet, .json, .jsonl, .csv or a folder)")
     else:

@@ -55,7 +55,7 @@ def test_ray_address_joins_and_ray_address_env_is_honoured():
     plain `--ray` joins $RAY_ADDRESS when set, else starts the private loopback cluster."""
     from verifier.distributed.ray_backend import ray_init_kwargs
 
-    assert ray_init_kwargs("10.0.0.5:6379", environ={}) == {"address": "10.0.0.5:6379", "log_to_driver": False}
+    assert ray_init_kwargs("10.0.0.5:6379", environ={}) == {"address": "10.0.0.5:6379", "log_to_driver": True}
     assert ray_init_kwargs("auto", environ={})["address"] == "auto"
     assert ray_init_kwargs(None, environ={"RAY_ADDRESS": "ray://h:10001"})["address"] == "ray://h:10001"
     local = ray_init_kwargs("local", environ={})

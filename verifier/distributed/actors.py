@@ -17,7 +17,9 @@ knows which rows an actor holds, and can give exactly those to its replacement i
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Collection, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
@@ -60,12 +62,33 @@ class SourceSpec:
         return islice(items, self.limit) if self.limit else items
 
 
+def actor_logging(level: int = logging.WARNING) -> None:
+    """Warnings and errors of the project's loggers to this process's stderr, formatted.
+
+    Why: a Ray worker configures no handler for them, so Python's last-resort handler printed the
+    bare message (no level, no logger name), or nothing below WARNING. With `log_to_driver` the
+    driver prints this stderr under the actor's name, so an actor's failure is seen where the user
+    looks (`ray_backend.ray_init_kwargs`). A process whose root logger already has a handler
+    (Ray's own logging config, a test) keeps it and gets no second one."""
+    if logging.getLogger().handlers:
+        return
+    for name in ("verifier", "reward", "serving"):
+        logger = logging.getLogger(name)
+        if not any(getattr(h, "_cua_actor", False) for h in logger.handlers):
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+            handler._cua_actor = True  # type: ignore[attr-defined]
+            logger.addHandler(handler)
+            logger.setLevel(min(logger.getEffectiveLevel(), level))
+
+
 class ShardReader:
     """One stage cache and judge client; scores the rows of bucket `index` of `count`, many at once."""
 
     def __init__(self, settings: Any) -> None:
         from ..session import VerifierSession
 
+        actor_logging()
         bound_heap()  # this process is the actor's own (see `memory`)
         self.session = VerifierSession(actor_settings(settings))
 

@@ -69,24 +69,29 @@ def source_spec(args: argparse.Namespace, settings: Any) -> SourceSpec:
                       shard=parse_shard(args.shard) if getattr(args, "shard", None) else None)
 
 
-def ray_init_kwargs(target: str | None, environ: Any = None) -> dict[str, Any]:
+def ray_init_kwargs(target: str | None, environ: Any = None, *, log_to_driver: bool = True) -> dict[str, Any]:
     """`ray.init` arguments for `--ray [ADDRESS]`.
 
     No ADDRESS (or "local"): join $RAY_ADDRESS when it is set, else start a private cluster for this
     run ("local": never another user's cluster found on the machine) whose processes bind loopback
     (127.0.0.1), not the machine's interface address, so nothing of it is reachable from the network.
     An ADDRESS ("auto", host:port, ray://host:10001) joins that running cluster.
+
+    `log_to_driver`: the actors' stderr (their warnings and errors, see `actors.actor_logging`, and
+    the traceback of an actor that dies) is printed by the driver, prefixed with the actor's name
+    and pid. It was off, so an actor that failed left its reason only in the cluster's session
+    files; `--quiet` turns it off again.
     """
     env = os.environ if environ is None else environ
-    quiet = {"include_dashboard": False, "log_to_driver": False}
     if target in (None, "local"):
         if env.get("RAY_ADDRESS"):
-            return {"address": env["RAY_ADDRESS"], "log_to_driver": False}
-        return {"address": "local", "_node_ip_address": "127.0.0.1", **quiet}
-    return {"address": target, "log_to_driver": False}
+            return {"address": env["RAY_ADDRESS"], "log_to_driver": log_to_driver}
+        return {"address": "local", "_node_ip_address": "127.0.0.1", "include_dashboard": False,
+                "log_to_driver": log_to_driver}
+    return {"address": target, "log_to_driver": log_to_driver}
 
 
-def init_ray(target: str | None, environ: Any = None) -> None:
+def init_ray(target: str | None, environ: Any = None, *, log_to_driver: bool = True) -> None:
     """`ray.init` for `--ray [ADDRESS]` (see `ray_init_kwargs`).
 
     Why more than `_node_ip_address="127.0.0.1"`: Ray replaces a loopback node address by the
@@ -99,7 +104,7 @@ def init_ray(target: str | None, environ: Any = None) -> None:
     """
     import ray
 
-    kwargs = ray_init_kwargs(target, environ)
+    kwargs = ray_init_kwargs(target, environ, log_to_driver=log_to_driver)
     host = str(kwargs["address"]).removeprefix("ray://").rsplit(":", 1)[0].strip("[]")
     if kwargs["address"] == "local" or host in ("127.0.0.1", "localhost", "::1"):
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
@@ -119,7 +124,7 @@ def run_ray(args: argparse.Namespace, settings: Any, writer: ResultWriter, *,
 
     started_here = not ray.is_initialized()
     if started_here:
-        init_ray(args.ray)
+        init_ray(args.ray, log_to_driver=not getattr(args, "quiet", False))
     pool = ActorPool(settings, args.actors, args.actor_cpus)
     try:
         run = _Run(pool, source_spec(args, settings), writer, on_record)
