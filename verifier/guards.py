@@ -16,10 +16,12 @@ recorded in the result (`VerificationResult.overruled`); nothing is dropped sile
   in the call that cites it: attached as an image, or described by the screenshot evidence the
   call carried (written from that image's pixels). A step number counts if it is a step of the
   action history. Anything else is rejected and recorded.
-- **Reality notes** (`reality_overrules`): a note unlocks a criterion's full-credit clause only
-  when it cites a shown screenshot whose evidence analysis for that criterion itself reports the
-  absence (or a blocker); a score that used an unsupported note gets 0 for that
-  criterion (the clause is what turned "did not do X" into full credit; without it, X was not done).
+- **Reality notes** (`reality_overrules`): the notes come from a call of their own that never sees
+  the agent's actions, answer or claims (`stages.reality`). A note unlocks a criterion's full-credit
+  clause only when it reports an absence itself and cites a shown screenshot whose evidence analysis
+  for that criterion also reports the absence (or a blocker); a score that used the clause without
+  such a note (or with no reality call answered) gets 0 for that criterion (the clause is what
+  turned "did not do X" into full credit; without it, X was not done).
 - **Run date** (`run_date_line`): the judge is told when the run happened, from the trajectory's
   timestamps or metadata keys that name the run's time (`DATE_KEYS`: not a bare `date`, which is
   often the event's), never a date after the scoring date, else the scoring date, labelled as such.
@@ -34,7 +36,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
 
 from .limits import PERMISSION_QUOTE_MIN_WORDS as MIN_PERMISSION_WORDS
-from .schemas import PermissionProfile, Rescoring
+from .schemas import PermissionProfile, RealityCheck, Rescoring
 from .trajectory import Trajectory
 
 #: Task metadata keys read, in order, for the run's date when no step has a timestamp: each names when
@@ -184,37 +186,49 @@ def reports_absence(visible: str, discrepancies: str = "", blocker_visible: bool
     return blocker_visible or ABSENCE.search(f"{visible} {discrepancies}".lower()) is not None
 
 
-def reality_overrules(reply: Rescoring, shown: set[int],
+def note_records(notes: RealityCheck | None, shown: set[int]) -> list[str]:
+    """What is recorded of the reality call's notes themselves: cited numbers that were not shown."""
+    records = []
+    for n in notes.notes if notes is not None else []:
+        _, unshown = split_cited(n.screenshots, shown)
+        if unshown:
+            records.append(f"reality note for {n.criterion_id} cites screenshot(s) {unshown} not shown in that "
+                           "call: rejected")
+    return records
+
+
+def reality_overrules(reply: Rescoring, notes: RealityCheck | None, shown: set[int],
                       absent: Mapping[str, set[int]] | None = None) -> tuple[set[str], list[str]]:
     """(criterion ids whose reality-note credit is overruled, what was recorded).
 
-    A criterion is overruled when its item says its points rest on the reality note (`credit_basis`)
-    and that note is missing, says nothing ("none"), or cites no screenshot that was shown; with
-    `absent` (per criterion, the screenshots whose evidence analysis reports an absence or a
-    blocker), also when no cited screenshot is one of those: a note cannot rest on a screenshot
-    whose own analysis saw nothing missing. Cited numbers that were not shown are recorded for every
-    note, used or not.
+    A criterion is overruled when its rescoring item says its points rest on the full-credit clause
+    (`credit_basis="reality_note"`) and the reality call's note (`notes`, None when that call
+    failed) is missing, reports no absence or blocker (``none``, or a fact that is not a
+    limitation), or cites no screenshot that was shown; with `absent` (per criterion, the
+    screenshots whose evidence analysis reports an absence or a blocker), also when no cited
+    screenshot is one of those: a note cannot rest on a screenshot whose own analysis saw nothing
+    missing.
     """
-    notes = {n.criterion_id: n for n in reply.reality_notes}
     records: list[str] = []
-    for cid, n in notes.items():
-        _, unshown = split_cited(n.screenshots, shown)
-        if unshown:
-            records.append(f"reality note for {cid} cites screenshot(s) {unshown} not shown in that call: rejected")
     overruled: set[str] = set()
     for item in reply.items:
         if item.credit_basis != "reality_note":
             continue
-        used = notes.get(item.criterion_id)
+        cid = item.criterion_id
+        used = notes.note_for(cid) if notes is not None else None
         ok, _ = split_cited(used.screenshots, shown) if used is not None else ([], [])
-        if used is None or normalise(used.note).strip(_EDGE) in ("", "none") or not ok:
-            overruled.add(item.criterion_id)
-            records.append(f"{item.criterion_id}: full credit by a reality note overruled (the note cites no "
-                           "screenshot shown to the judge): 0 points")
-        elif absent is not None and not set(ok) & absent.get(item.criterion_id, set()):
-            overruled.add(item.criterion_id)
-            records.append(f"{item.criterion_id}: full credit by a reality note overruled (no cited screenshot "
-                           f"{ok} has an evidence analysis that reports the absence): 0 points")
+        if used is None:
+            why = "no reality note was written (the reality call failed)" if notes is None else "no reality note"
+        elif normalise(used.note).strip(_EDGE) in ("", "none") or not reports_absence(used.note):
+            why = "the reality note reports no absence"
+        elif not ok:
+            why = "the note cites no screenshot shown to the judge"
+        elif absent is not None and not set(ok) & absent.get(cid, set()):
+            why = f"no cited screenshot {ok} has an evidence analysis that reports the absence"
+        else:
+            continue
+        overruled.add(cid)
+        records.append(f"{cid}: full credit by a reality note overruled ({why}): 0 points")
     return overruled, records
 
 

@@ -39,6 +39,7 @@ from .schemas import (
     EvidenceBatch,
     FailureReport,
     Outcome,
+    RealityCheck,
     RelevanceBatch,
     Rescoring,
     RubricDraft,
@@ -69,7 +70,8 @@ def stage_schemas() -> dict[str, type[BaseModel]]:
     """Every stage's output model as a run sends it (narrowed to a 3-criterion rubric)."""
     return {"rubric": RubricDraft, "relevance": for_call(RelevanceBatch, _IDS, (1,)),
             "evidence": for_call(EvidenceBatch, _IDS), "conditions": for_call(ConditionDecision, _IDS),
-            "action_scoring": for_call(ActionScores, _IDS), "rescoring": for_call(Rescoring, _IDS),
+            "action_scoring": for_call(ActionScores, _IDS), "reality": for_call(RealityCheck, _IDS),
+            "rescoring": for_call(Rescoring, _IDS),
             "side_effects": SideEffects, "outcome": Outcome, "diagnosis_failures": FailureReport,
             "diagnosis_validity": TaskValidity}
 

@@ -30,6 +30,7 @@ from .schemas import (
     ConditionItem,
     EvidenceBatch,
     EvidenceItem,
+    RealityCheck,
     RealityNote,
     RelevanceBatch,
     RelevanceRow,
@@ -115,18 +116,14 @@ def _build(base: type[_Out], ids: tuple[str, ...], screenshots: tuple[int, ...])
         fields = {"rows": (list[row], _each("screenshot", screenshots))}
     else:
         item_base = {EvidenceBatch: EvidenceItem, ConditionDecision: ConditionItem,
-                     ActionScores: ActionScore, Rescoring: RescoreItem}[base]
+                     ActionScores: ActionScore, Rescoring: RescoreItem, RealityCheck: RealityNote}[base]
         item: Any = _item_for(item_base, ids)
+        key = "notes" if base is RealityCheck else "items"
 
         def _v(self):
-            _check(self.items, "criterion_id", ids)
-            if base is Rescoring:
-                _check(self.reality_notes, "criterion_id", ids)
+            _check(getattr(self, key), "criterion_id", ids)
             return self
-        fields = {"items": (list[item], _each("criterion_id", ids))}
-        if base is Rescoring:  # one reality note per criterion, written before any score
-            note: Any = _item_for(RealityNote, ids)
-            fields = {"reality_notes": (list[note], _each("criterion_id", ids)), **fields}
+        fields = {key: (list[item], _each("criterion_id", ids))}
     model = create_model(base.__name__ + "For", __base__=base,
                          __validators__={"_complete": model_validator(mode="after")(_v)}, **fields)
     model.expected_ids, model.expected_screenshots = ids, screenshots

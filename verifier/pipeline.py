@@ -6,14 +6,14 @@ Rounds (each a set of concurrent calls; the numbers are the worst case):
     2 rubric audit                    -- only with config.rubric_audit
     3 relevance (one per distinct screenshot)  ||  action-only scoring
     4 evidence (one per analysed screenshot; each starts as soon as its criterion set is certain)
-    5 conditions (only when the rubric's groups are not determinate)
-    6 rescoring x V (sees the final screenshots)
+    5 conditions (only when the rubric's groups are not determinate)  ||  reality notes (no claims)
+    6 rescoring x V (sees the final screenshots; the reality notes are awaited only to check it)
     7 outcome x V  ||  side effects + critical points x V (both read the rescoring median's scores)
     8 diagnosis: failure points || task ambiguity
 
 The side-effect check waits for the rescoring median so that it sees the scores and does not
 charge a fault a criterion already charged (issue 9, S1); it runs beside the outcome votes, so the
-bound stays `usage.rounds <= 8`. Calls = 1 + A + ceil(D/b) + 1 + S + C + V + V + V + 2*diag (see
+bound stays `usage.rounds <= 8`. Calls = 1 + A + ceil(D/b) + 1 + S + C + 1 + V + V + V + 2*diag (see
 README.md, "Call count and rounds"). Stages the run can do without degrade (listed in `result.degraded`); the
 rubric, and rescoring *and* action scoring both failing, or outcome votes too few to decide a
 strict majority of V (`JudgeUndecidedError`; all failing raises the vote's own error), raise
@@ -32,7 +32,7 @@ from .cache import StageCache
 from .config import VerifierConfig
 from .errors import JudgeError
 from .grouping import decide_all, group, representatives
-from .guards import reports_absence
+from .guards import note_records, reports_absence
 from .judge.base import Judge
 from .rendering import fence, history_view, shared_context, system_prompt, truncations
 from .result import (
@@ -43,7 +43,7 @@ from .result import (
     RelevanceResult,
     VerificationResult,
 )
-from .schemas import ActionScores, Outcome, Rescoring, Rubric
+from .schemas import ActionScores, Outcome, RealityCheck, Rescoring, Rubric
 from .scoring import (
     apply_penalties,
     hallucination_suspected,
@@ -57,6 +57,7 @@ from .stages import (
     diagnosis,
     evidence,
     outcome,
+    reality,
     relevance,
     rescoring,
     rubric,
@@ -72,15 +73,15 @@ def expected_calls(*, distinct: int, analysed: int, config: VerifierConfig, cond
                    rubric_cached: bool = False, relevance_cached: int = 0) -> int:
     """Judge calls of one verification without failures (the formula in README.md, "Call count and rounds").
 
-    calls = R + A + ceil((D - cached) / b) + 1 + S + C + V + V + V + 2*diag, where R = 1 (0 when
+    calls = R + A + ceil((D - cached) / b) + 1 + S + C + 1 + V + V + V + 2*diag, where R = 1 (0 when
     the rubric came from the cache), A = rubric audit, D = distinct screenshots, b = relevance
-    batch size, S = analysed screenshots, C = 1 if conditions needed the judge, V = votes (of
-    rescoring, side effects and outcome each).
+    batch size, S = analysed screenshots, C = 1 if conditions needed the judge, 1 = the reality
+    notes, V = votes (of rescoring, side effects and outcome each).
     """
     cfg = config
     return ((0 if rubric_cached else 1 + int(cfg.rubric_audit))
             + math.ceil(max(distinct - relevance_cached, 0) / cfg.relevance_batch_size)
-            + 1 + analysed + int(conditions_call) + 3 * cfg.votes + 2 * int(cfg.diagnosis))
+            + 1 + analysed + int(conditions_call) + 1 + 3 * cfg.votes + 2 * int(cfg.diagnosis))
 
 
 async def _soft(r: Run, stage: str, fn: Any, *args: Any) -> Any:
@@ -187,14 +188,15 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
 
     images = rescoring.final_images(r, hash_groups)
     shown = rescoring.shown_numbers(r, hash_groups, [n for evs in ev_by.values() for e in evs for n in e.screenshots])
+    notes_task = r.spawn(_soft(r, reality.STAGE, reality.run, r, ev_by, images, d_ev + 1))  # beside conditions
     status, d_cond = await conditions.run(r, ev_by, action, ev_text, d_ev + 1)
     applies = {c.id: status.get(c.id, (True, "none"))[0] for c in rb.criteria}
     d_resc = d_cond + 1
     action_earned = action_scoring.earned(rb, action) if action is not None else None
     absent = {cid: {n for e in evs if reports_absence(e.item.visible, e.item.discrepancies, e.item.blocker_visible)
                     for n in e.screenshots} for cid, evs in ev_by.items()}
-    run_scores, canonical, earned, before = await _rescore(r, applies, action, action_earned, ev_text, images,
-                                                           d_resc, shown, absent)
+    run_scores, canonical, earned, before, notes = await _rescore(r, applies, action, action_earned, ev_text,
+                                                                  images, d_resc, shown, absent, notes_task)
 
     scores_text = rescoring.render_scores(rb, applies, canonical, earned)
     side_task = r.spawn(side_effects.vote_all(r, scores_text, ev_text, images, d_resc + 1, shown))
@@ -226,7 +228,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
 
     action_score = (rubric_score(rescoring.points(rb, applies, action_earned))
                     if action_earned is not None else None)
-    table = _criteria(r, status, applies, earned, action, action_earned, canonical, ev_by)
+    table = _criteria(r, status, applies, earned, action, action_earned, canonical, ev_by, notes)
     ledger = r.ledger
     usage = ledger.summary(wall_s=time.perf_counter() - started_at)
     return VerificationResult(
@@ -262,11 +264,13 @@ def _history(r: Run) -> HistoryView:
 
 async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None,
                    action_earned: dict[str, float] | None, ev_text: str, images: list, depth: int,
-                   shown: set[int], absent: dict[str, set[int]]):
-    """V rescoring runs -> (run scores, canonical table or None, earned per criterion, process score).
+                   shown: set[int], absent: dict[str, set[int]], notes_task: asyncio.Task):
+    """V rescoring runs -> (run scores, canonical table or None, earned per criterion, process score,
+    the reality call's notes or None).
 
     The process score (before penalties) is the lower median over valid runs: of the run scores
-    (`rescoring_median="run"`) or eq. 1 over per-criterion medians (`"criterion"`).
+    (`rescoring_median="run"`) or eq. 1 over per-criterion medians (`"criterion"`). The runs go out
+    beside the reality call (`notes_task`), whose notes are awaited only to check the runs' replies.
     """
     assert r.rubric is not None
     rb, ids = r.rubric, r.rubric.ids()
@@ -277,6 +281,8 @@ async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None
     per_call = rescoring.per_call_text(rb, applicable, na, action_scoring.render(rb, action), ev_text, len(images))
     runs = await asyncio.gather(*(rescoring.run_once(r, applicable, per_call, images, depth, i)
                                   for i in range(r.cfg.votes)), return_exceptions=True)
+    notes: RealityCheck | None = await notes_task
+    r.ledger.overruled.extend(note_records(notes, shown))
     valid: list[Rescoring] = [x for x in runs if isinstance(x, Rescoring)]
     errors = [x for x in runs if not isinstance(x, Rescoring)]
     for e in errors:
@@ -284,18 +290,18 @@ async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None
             raise e
         r.degrade(rescoring.RUN if valid else rescoring.STAGE, e)
     if valid:
-        scored = [rescoring.score_of(rb, applies, x, shown, absent) for x in valid]
+        scored = [rescoring.score_of(rb, applies, x, notes, shown, absent) for x in valid]
         r.ledger.overruled.extend(dict.fromkeys(rec for _, _, recs in scored for rec in recs))
         run_scores = [s for s, _, _ in scored]
         if r.cfg.rescoring_median == "criterion":
             table, earned = rescoring.per_criterion_median(applicable, valid, [e for _, e, _ in scored])
-            return run_scores, table, earned, rubric_score(rescoring.points(rb, applies, earned))
+            return run_scores, table, earned, rubric_score(rescoring.points(rb, applies, earned)), notes
         best = median_index(run_scores)
-        return run_scores, valid[best], scored[best][1], run_scores[best]
+        return run_scores, valid[best], scored[best][1], run_scores[best], notes
     if action_earned is not None:
         r.degrade(rescoring.STAGE, "every rescoring run failed: process score falls back to action-only scores")
         fallback = rubric_score(rescoring.points(rb, applies, action_earned))
-        return [fallback], None, action_earned, fallback
+        return [fallback], None, action_earned, fallback, notes
     raise errors[0]
 
 
@@ -318,10 +324,11 @@ async def _votes(r: Run, per_call: str, images: list,
     return [outcome.vote_value(v) if v is not None else None for v in replies], ok, replies
 
 
-def _criteria(r: Run, status, applies, earned, action, action_earned, canonical, ev_by) -> list[CriterionResult]:
+def _criteria(r: Run, status, applies, earned, action, action_earned, canonical, ev_by,
+              reality_check: RealityCheck | None) -> list[CriterionResult]:
     assert r.rubric is not None
     notes = {i.criterion_id: i for i in canonical.items} if canonical is not None else {}
-    reality = canonical.notes() if canonical is not None else {}
+    reality = reality_check.texts() if reality_check is not None else {}
     acts = {i.criterion_id: i for i in action.items} if action is not None else {}
     out = []
     for c in r.rubric.criteria:

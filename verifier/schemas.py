@@ -244,6 +244,24 @@ class RealityNote(_Out):
         "Facts about the real site or item that correct the rubric's assumptions; never about the agent."))
 
 
+class RealityCheck(_Out):
+    """One reality note per criterion, written in a call of its own (stage `reality`).
+
+    Why a call of its own: the call sees the task, the rubric, what the screenshots show and the
+    final screenshots, but no action history, no final answer and no claims check, so a note cannot
+    be shaped by what the agent said about the site. The rescoring call, which reads the claims,
+    writes no note; its full-credit clause stands only on this call's note (`guards.reality_overrules`).
+    """
+
+    notes: list[RealityNote] = Field(max_length=MAX_CRITERIA)
+
+    def texts(self) -> dict[str, str]:
+        return {n.criterion_id: n.note for n in self.notes}
+
+    def note_for(self, cid: str) -> RealityNote | None:
+        return next((n for n in self.notes if n.criterion_id == cid), None)
+
+
 class RescoreItem(_Out):
     criterion_id: Id
     evidence_tag: EvidenceTag
@@ -251,26 +269,19 @@ class RescoreItem(_Out):
     justification: Bounded(L.JUSTIFICATION_CHARS)
     credit_basis: Literal["evidence", "reality_note"] = Field(description=(
         "What the points rest on: the evidence, or the criterion's full-credit clause applied because "
-        "this criterion's reality note shows that what it assumes does not exist."))
+        "the screenshots show that what it assumes does not exist (granted only when the criterion's "
+        "independent reality note reports that absence)."))
     earned: Points
 
 
 class Rescoring(_Out):
-    """Reality notes for every criterion come first, then the scores.
+    """The screenshot-grounded score of every applicable criterion.
 
-    Why this order: under constrained decoding the reply is generated field by field, so every
-    factual note is fixed before the first point is awarded and cannot be written to justify a
-    score already given (the reference used a separate call; this costs no call and no round).
+    The reality notes are not part of this reply: they come from their own call (`RealityCheck`),
+    which never sees the agent's claims, and only they can unlock a full-credit clause.
     """
 
-    reality_notes: list[RealityNote] = Field(default_factory=list, max_length=MAX_CRITERIA)
     items: list[RescoreItem] = Field(max_length=MAX_CRITERIA)
-
-    def notes(self) -> dict[str, str]:
-        return {n.criterion_id: n.note for n in self.reality_notes}
-
-    def note_for(self, cid: str) -> RealityNote | None:
-        return next((n for n in self.reality_notes if n.criterion_id == cid), None)
 
 
 # ---- 8. side effects and critical points -----------------------------------------------------

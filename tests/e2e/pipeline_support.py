@@ -16,7 +16,7 @@ from verifier.trajectory import Screenshot, Step, Task, Trajectory
 
 # Stages every verification runs with the default config (conditions only when groups are undecided,
 # evidence only for screenshots that made some criterion's top-k, rubric only on a cache miss).
-ALWAYS = {"relevance", "action_scoring", "side_effects", "rescoring", "outcome",
+ALWAYS = {"relevance", "action_scoring", "side_effects", "reality", "rescoring", "outcome",
           "diagnosis_failures", "diagnosis_validity"}
 
 

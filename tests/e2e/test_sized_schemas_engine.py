@@ -48,7 +48,7 @@ def schema_name_of(name: str) -> str:
 
 async def test_every_stage_schema_at_the_new_bounds_is_accepted(engine):
     sent = stage_schemas()
-    assert len(sent) == len(BASE) + 10  # 5 per-call stages at 9 and at 18 criteria
+    assert len(sent) == len(BASE) + 12  # 6 per-call stages at 9 and at 18 criteria
     assert schema_name(schemas.RubricDraft) == "RubricDraft"
     client = openai.AsyncOpenAI(base_url=engine.base_url, api_key=engine.api_key, max_retries=0, timeout=120)
     try:

@@ -20,7 +20,8 @@ def sized_models() -> dict[str, type[BaseModel]]:
     out: dict[str, type[BaseModel]] = {}
     for n in SIZES:
         ids = tuple(f"c{i}" for i in range(1, n + 1))
-        for base in (schemas.EvidenceBatch, schemas.ConditionDecision, schemas.ActionScores, schemas.Rescoring):
+        for base in (schemas.EvidenceBatch, schemas.ConditionDecision, schemas.ActionScores, schemas.Rescoring,
+                     schemas.RealityCheck):
             out[f"sized{n}:{base.__name__}"] = for_call(base, ids)
         out[f"sized{n}:RelevanceBatch"] = for_call(schemas.RelevanceBatch, ids, tuple(range(1, MAX_RELEVANCE_BATCH + 1)))
     return out

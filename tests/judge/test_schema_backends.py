@@ -135,15 +135,15 @@ def test_narrowed_lists_pin_one_id_per_position():
     """A random-weight judge on vLLM wrote one criterion id in every entry (enum items allow it) and
     spent its re-asks; each position now admits only its own id, in the call's order."""
     from verifier.narrowing import for_call
-    from verifier.schemas import ActionScores, RelevanceBatch, Rescoring
+    from verifier.schemas import ActionScores, RealityCheck, RelevanceBatch, Rescoring
 
     items = json_schema_for(for_call(ActionScores, ("c2", "c1", "c3")))["properties"]["items"]
     assert _pinned(items, "criterion_id") == [["c2"], ["c1"], ["c3"]]
     assert items["minItems"] == items["maxItems"] == 3
     assert items["items"]["properties"]["criterion_id"]["enum"] == ["c2", "c1", "c3"]  # kept for lm-format-enforcer
     rescoring = json_schema_for(for_call(Rescoring, ("c1", "c4")))["properties"]
-    assert _pinned(rescoring["reality_notes"], "criterion_id") == _pinned(rescoring["items"], "criterion_id") \
-        == [["c1"], ["c4"]]
+    notes = json_schema_for(for_call(RealityCheck, ("c1", "c4")))["properties"]
+    assert _pinned(notes["notes"], "criterion_id") == _pinned(rescoring["items"], "criterion_id") == [["c1"], ["c4"]]
     rows = json_schema_for(for_call(RelevanceBatch, ("c1", "c2"), (3, 7)))["properties"]["rows"]
     assert _pinned(rows, "screenshot") == [[3], [7]]
     assert all(_pinned(r["properties"]["scores"], "criterion_id") == [["c1"], ["c2"]] for r in rows["prefixItems"])

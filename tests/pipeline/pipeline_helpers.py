@@ -47,12 +47,16 @@ def relevance_by(fn):
                                   for s in o.expected_screenshots]}
 
 
-def rescore(earned: dict[str, float], tag: str = "consistent", notes: dict[str, str] | None = None):
-    return lambda m, o: {"reality_notes": [{"criterion_id": c, "note": (notes or {}).get(c, "none")}
-                                           for c in o.expected_ids],
-                         "items": [{"criterion_id": c, "evidence_tag": tag,
+def rescore(earned: dict[str, float], tag: str = "consistent"):
+    return lambda m, o: {"items": [{"criterion_id": c, "evidence_tag": tag,
                                     "evidence_screenshots": [1], "justification": f"j-{c}",
                                     "credit_basis": "evidence", "earned": earned.get(c, 0)} for c in o.expected_ids]}
+
+
+def reality(notes: dict[str, str] | None = None, cited: dict[str, list[int]] | None = None):
+    """The reality call's reply: `notes` per criterion id ("none" for the rest), citing `cited`."""
+    return lambda m, o: {"notes": [{"criterion_id": c, "note": (notes or {}).get(c, "none"),
+                                    "screenshots": (cited or {}).get(c, [])} for c in o.expected_ids]}
 
 
 def rubric_answer(criteria: list[dict]) -> dict:

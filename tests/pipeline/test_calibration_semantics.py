@@ -2,10 +2,11 @@
 the rescoring median, evidence- and majority-bound forced failure, history compression, run status,
 code-decided tool codes. Each test asserts on scores or on what the judge receives."""
 import pytest
-from pipeline_helpers import make_traj, rescore, rubric_answer
+from pipeline_helpers import make_traj, reality, rescore, rubric_answer
 
 from verifier.config import VerifierConfig
 from verifier.errors import JudgeInvalidOutputError
+from verifier.judge.base import ImagePart
 from verifier.pipeline import verify
 from verifier.testing import ScriptedJudge
 from verifier.trajectory import RunStatus
@@ -42,12 +43,29 @@ async def test_points_off_the_half_grid_are_invalid_replies():
 
 
 # ---- R7: reality notes --------------------------------------------------------------------------
-async def test_reality_notes_come_from_the_notes_written_before_the_scores():
-    judge = ScriptedJudge({"rescoring": rescore({"c1": 6, "c2": 4}, notes={"c1": "the site has no size filter"})})
-    res = await verify(make_traj(2), judge=judge)
+async def test_reality_notes_come_from_their_own_call_which_sees_no_claims():
+    """Issue 34 §4: the notes are written by a call of their own, from the task, rubric, what the
+    screenshots show and the final screenshots: no action history, no final answer, no claims check,
+    no discrepancies. The rescoring call writes none."""
+    traj = make_traj(2, answer="ANSWER-MARK", thoughts=["THOUGHT-MARK", "THOUGHT-MARK"])
+    judge = ScriptedJudge({"rescoring": rescore({"c1": 6, "c2": 4}),
+                           "reality": reality({"c1": "the site has no size filter"}),
+                           "evidence": lambda m, o: {"items": [{"criterion_id": c, "visible": "PIXELS-MARK",
+                                                                "claims_check": "CLAIMS-MARK",
+                                                                "discrepancies": "DISCREPANCY-MARK"}
+                                                               for c in o.expected_ids]}})
+    res = await verify(traj, judge=judge)
     assert [c.reality_notes for c in res.criteria] == ["the site has no size filter", "none"]
+    [call] = judge.requests_for("reality")
+    text = judge.text(call)
+    assert "PIXELS-MARK" in text and traj.task.instruction in text
+    for hidden in ("ANSWER-MARK", "THOUGHT-MARK", "CLAIMS-MARK", "DISCREPANCY-MARK", "Action history"):
+        assert hidden not in text, hidden
+    assert any(isinstance(p, ImagePart) for msg in call.messages for p in msg.content)  # the final screenshot(s)
+    rescoring_text = judge.text(judge.requests_for("rescoring")[0])
+    assert "CLAIMS-MARK" in rescoring_text  # the scorer still reads the claims
     schema = judge.requests_for("rescoring")[0].output_model.model_json_schema()
-    assert list(schema["properties"]) == ["reality_notes", "items"]
+    assert list(schema["properties"]) == ["items"]
 
 
 # ---- S2: permission profile ---------------------------------------------------------------------
@@ -97,8 +115,7 @@ def _runs(*earned):
 
     def answer(m, o):
         i, e = next(it)
-        return {"reality_notes": [{"criterion_id": c, "note": "none"} for c in o.expected_ids],
-                "items": [{"criterion_id": c, "evidence_tag": "consistent", "credit_basis": "evidence", "justification": f"run{i} says",
+        return {"items": [{"criterion_id": c, "evidence_tag": "consistent", "credit_basis": "evidence", "justification": f"run{i} says",
                            "earned": e[c]} for c in o.expected_ids]}
     return answer
 

@@ -14,6 +14,7 @@ from pipeline_helpers import make_traj, relevance_by, rubric_answer
 
 from verifier.cache import StageCache
 from verifier.config import VerifierConfig
+from verifier.errors import JudgeUnavailableError
 from verifier.guards import check_permission, run_date_line
 from verifier.pipeline import verify
 from verifier.schemas import PermissionProfile, Rubric
@@ -161,13 +162,17 @@ def _evidence(text: str):
 ABSENT = _evidence("the filter panel has no size filter")  # every analysis reports the absence
 
 
-def _rescoring(cited: list[int], note: str = "the site has no size filter", uses: bool = True):
+def _rescoring(uses: bool = True):
     return lambda m, o: {
-        "reality_notes": [{"criterion_id": c, "note": note if c == "c1" else "none",
-                           "screenshots": cited if c == "c1" else []} for c in o.expected_ids],
         "items": [{"criterion_id": c, "evidence_tag": "consistent", "justification": "size filter absent",
                    "credit_basis": "reality_note" if uses and c == "c1" else "evidence", "earned": 6 if c == "c1" else 4}
                   for c in o.expected_ids]}
+
+
+def _notes(cited: list[int], note: str = "the site has no size filter"):
+    """The reality call's reply: `note` for c1 citing `cited`, "none" for the rest."""
+    return lambda m, o: {"notes": [{"criterion_id": c, "note": note if c == "c1" else "none",
+                                    "screenshots": cited if c == "c1" else []} for c in o.expected_ids]}
 
 
 @pytest.mark.parametrize("cited,note,credited,rejected", [
@@ -177,9 +182,11 @@ def _rescoring(cited: list[int], note: str = "the site has no size filter", uses
     ([1], "the site has no size filter", False, "[1]"),        # in the run, never shown
     ([99], "the site has no size filter", False, "[99]"),      # outside the run
     ([2], "none", False, None),                                # the clause claimed with no note
+    ([2], "sizes are listed as EU sizes", False, None),        # a note that reports no absence
 ])
 async def test_reality_note_credit_needs_a_cited_shown_screenshot(cited, note, credited, rejected):
-    judge = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring(cited, note), "evidence": ABSENT})
+    judge = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring(), "reality": _notes(cited, note),
+                           "evidence": ABSENT})
     res = await verify(make_traj(4), judge=judge)
     c1 = res.criteria[0]
     assert c1.earned == (6 if credited else 0)
@@ -192,15 +199,44 @@ async def test_reality_note_credit_needs_a_cited_shown_screenshot(cited, note, c
 async def test_reality_note_credit_needs_an_evidence_analysis_that_reports_the_absence():
     """Issue 34 §4: a shown screenshot is not enough; its own analysis must see the thing missing.
     Here every analysis shows the size filter present, so the note rests on nothing and earns 0."""
-    judge = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring([2]),
+    judge = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring(), "reality": _notes([2]),
                            "evidence": _evidence("the filter panel shows a size filter, set to 10")})
     res = await verify(make_traj(4), judge=judge)
     assert res.criteria[0].earned == 0
     assert any("has an evidence analysis that reports the absence" in o for o in res.overruled)
-    blocker = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring([2]), "evidence": lambda m, o: {
+    blocker = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring(), "reality": _notes([2]),
+                             "evidence": lambda m, o: {
         "items": [{"criterion_id": c, "visible": "a sign-in form", "claims_check": "c", "blocker_visible": True}
                   for c in o.expected_ids]}})
     assert (await verify(make_traj(4), judge=blocker)).criteria[0].earned == 6  # a blocker seen counts
+
+
+async def test_no_full_credit_clause_when_the_reality_call_fails():
+    """Issue 34 §4: only the reality call's own note can open the clause; when that call fails the
+    run degrades (`reality`) and the clause earns nothing, however the scorer labelled its credit."""
+    judge = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring(), "evidence": ABSENT,
+                           "reality": JudgeUnavailableError("judge down", stage="reality")})
+    res = await verify(make_traj(4), judge=judge)
+    assert res.criteria[0].earned == 0 and res.criteria[1].earned == 4
+    assert {d.stage for d in res.degraded} == {"reality"}
+    assert any("the reality call failed" in o for o in res.overruled)
+
+
+async def test_the_scorer_cannot_write_its_own_note_into_the_clause():
+    """The old hole: the rescoring call, which reads the agent's claims, wrote the note that then
+    unlocked its own full credit. Its schema has no note field any more: a reply carrying one is
+    invalid, and with the reality call writing "none" the clause stays shut."""
+    def scorer_with_note(m, o):
+        return {"reality_notes": [{"criterion_id": c, "note": "the site has no size filter", "screenshots": [2]}
+                                  for c in o.expected_ids], **_rescoring()(m, o)}
+
+    judge = ScriptedJudge({"relevance": HIDE_1, "rescoring": scorer_with_note, "evidence": ABSENT})
+    res = await verify(make_traj(4), judge=judge)
+    assert {d.stage for d in res.degraded} == {"rescoring"}  # invalid reply: action-only fallback, no clause
+    judge = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring(), "evidence": ABSENT})  # notes "none"
+    res = await verify(make_traj(4), judge=judge)
+    assert res.criteria[0].earned == 0
+    assert any("the reality note reports no absence" in o for o in res.overruled)
 
 
 def test_credit_basis_is_required_never_defaulted():
@@ -212,7 +248,7 @@ def test_credit_basis_is_required_never_defaulted():
 
 
 async def test_a_note_never_used_for_credit_changes_no_score():
-    judge = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring([], uses=False)})
+    judge = ScriptedJudge({"relevance": HIDE_1, "rescoring": _rescoring(uses=False), "reality": _notes([])})
     res = await verify(make_traj(4), judge=judge)
     assert res.criteria[0].earned == 6 and res.overruled == []
 
@@ -291,7 +327,7 @@ async def test_the_run_date_is_in_the_shared_prefix_of_every_graded_call():
     judge = ScriptedJudge()
     await verify(_dated(ts=1772409600.0), judge=judge)
     line = "Run date: 2026-03-02 (from the trajectory's timestamps)"
-    graded = [r for r in judge.requests if r.stage not in ("rubric", "relevance")]
+    graded = [r for r in judge.requests if r.stage not in ("rubric", "relevance", "reality")]
     assert {r.stage for r in graded} >= {"evidence", "rescoring", "outcome", "side_effects", "diagnosis_failures"}
     prefixes = {r.messages[1].content[0].text for r in graded}
     assert len(prefixes) == 1 and line in prefixes.pop()  # one shared context: the prefix cache holds

@@ -72,7 +72,8 @@ def test_schemas_send_the_named_bounds():
     assert crit["description"]["maxLength"] == limits.CRITERION_DESCRIPTION_CHARS
     assert crit["max_points"]["maximum"] == limits.MAX_CRITERION_POINTS
     resc = json_schema_for(for_call(schemas.Rescoring, ("c1", "c2")))["properties"]
-    assert resc["reality_notes"]["items"]["properties"]["note"]["maxLength"] == limits.REALITY_NOTE_CHARS
+    notes = json_schema_for(for_call(schemas.RealityCheck, ("c1", "c2")))["properties"]
+    assert notes["notes"]["items"]["properties"]["note"]["maxLength"] == limits.REALITY_NOTE_CHARS
     assert resc["items"]["items"]["properties"]["earned"]["enum"][-1] == limits.MAX_CRITERION_POINTS
     ev = json_schema_for(for_call(schemas.EvidenceBatch, ("c1",)))["properties"]["items"]["items"]["properties"]
     assert ev["visible"]["maxLength"] == ev["claims_check"]["maxLength"] == limits.EVIDENCE_TEXT_CHARS
@@ -108,7 +109,8 @@ async def test_every_request_with_text_fields_states_their_limits():
     judge = ScriptedJudge()
     await verify(make_traj(2), judge=judge)
     text = {r.stage: ScriptedJudge.text(r) for r in judge.requests}
-    assert f"note {limits.REALITY_NOTE_CHARS}, justification {limits.JUSTIFICATION_CHARS}" in text["rescoring"]
+    assert f"justification {limits.JUSTIFICATION_CHARS}" in text["rescoring"]
+    assert f"note {limits.REALITY_NOTE_CHARS}" in text["reality"]
     assert f"primary_intent {limits.PRIMARY_INTENT_CHARS}" in text["outcome"]
     assert f"description {limits.CRITERION_DESCRIPTION_CHARS}" in text["rubric"]
     assert "Reply length limits" not in text["relevance"]  # numbers and ids only

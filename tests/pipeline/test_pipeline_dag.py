@@ -38,14 +38,17 @@ async def test_call_count_formula_and_round_bound(colors, n, k, votes, batch):
     distinct = {c: max(i for i, x in enumerate(colors, 1) if x == c) for c in colors}  # latest of each image
     matrix = {s: {cid: score_fn(s, cid) for cid in ids} for s in distinct.values()}
     analysed = len(invert(group(matrix, ids, k=k), ids))
-    # rubric, relevance, action scoring, evidence, no conditions call, V rescoring, V side-effect
-    # votes, V outcome votes, 2 diagnosis calls
-    want = 1 + math.ceil(len(distinct) / batch) + 1 + analysed + 0 + votes + votes + votes + 2
+    # rubric, relevance, action scoring, evidence, no conditions call, the reality notes, V rescoring,
+    # V side-effect votes, V outcome votes, 2 diagnosis calls
+    want = 1 + math.ceil(len(distinct) / batch) + 1 + analysed + 0 + 1 + votes + votes + votes + 2
     assert want == expected_calls(distinct=len(distinct), analysed=analysed, config=cfg)
     assert res.usage.calls == len(judge.requests) == want
     assert res.usage.per_stage["evidence"].calls == analysed
     assert res.usage.per_stage["relevance"].calls == math.ceil(len(distinct) / batch)
     assert res.usage.rounds == 6 <= MAX_ROUNDS
+    # the reality notes go out beside the rescoring runs: a call, but no round
+    assert res.usage.per_stage["reality"].calls == 1
+    assert res.usage.per_stage["reality"].round <= res.usage.per_stage["rescoring"].round
     # side effects run after rescoring (round 4 here: no audit, no conditions call), beside the outcome
     stage_round = {st: res.usage.per_stage[st].round for st in ("rescoring", "side_effects", "outcome")}
     assert stage_round == {"rescoring": 4, "side_effects": 5, "outcome": 5}

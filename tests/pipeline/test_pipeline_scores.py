@@ -184,8 +184,7 @@ def _runs(*earned: dict[str, int]):
         i, e = next(it)
         if isinstance(e, Exception):
             return e
-        return {"reality_notes": [{"criterion_id": c, "note": "none"} for c in o.expected_ids],
-                "items": [{"criterion_id": c, "evidence_tag": "consistent", "credit_basis": "evidence",
+        return {"items": [{"criterion_id": c, "evidence_tag": "consistent", "credit_basis": "evidence",
                            "justification": f"run{i}", "earned": e[c]} for c in o.expected_ids]}
     return answer
 

@@ -29,7 +29,7 @@ def echoing(stage: str, *fields: str):
     """A default answer for `stage` whose free-text fields repeat the injected text (a naive judge)."""
     def answer(m, o):
         data = DEFAULTS[stage](m, o)
-        for item in data.get("items", [data]):
+        for item in data.get("items", data.get("notes", [data])):
             for f in fields:
                 item[f] = MARK
         return data
@@ -43,7 +43,8 @@ async def test_injected_text_stays_fenced_even_when_the_judge_repeats_it():
     judge = ScriptedJudge({
         "evidence": echoing("evidence", "visible", "claims_check", "discrepancies"),
         "action_scoring": echoing("action_scoring", "justification"),
-        "rescoring": echoing("rescoring", "justification", "reality_notes"),
+        "rescoring": echoing("rescoring", "justification"),
+        "reality": echoing("reality", "note"),
         "outcome": echoing("outcome", "reasoning"),
         "side_effects": {"reasoning": MARK, "penalties": [{"name": MARK[:60], "description": MARK, "points": 1}]},
     })
@@ -76,7 +77,8 @@ async def test_every_request_of_a_verification_starts_with_the_same_bytes():
                           "relevance": relevance_by(lambda s, c: (s * 3 + int(c[1:]) * 5) % 11)})
     cfg = VerifierConfig(top_k=2, diagnosis=True, rubric_audit=True, votes=3)
     await verify(make_traj(["red", "green", "blue", "white", "black"]), cfg, judge=judge)
-    families = {"rubric": ("rubric", "rubric_audit"), "relevance": ("relevance",)}
+    # the reality call shares the relevance calls' context (task and rubric, no history: issue 34 §4)
+    families = {"rubric": ("rubric", "rubric_audit"), "relevance": ("relevance", "reality")}
     by_family: dict[str, list] = {"rubric": [], "relevance": [], "trajectory": []}
     for req in judge.requests:
         fam = next((f for f, stages in families.items() if req.stage in stages), "trajectory")

@@ -40,10 +40,13 @@ REAL_RUBRIC = {
 }
 
 
+def _reality(m, o):
+    return {"notes": [{"criterion_id": c, "screenshots": [18], "note": text(680, f"note {c}")}
+                      for c in o.expected_ids]}
+
+
 def _rescoring(m, o):
-    return {"reality_notes": [{"criterion_id": c, "screenshots": [18], "note": text(680, f"note {c}")}
-                              for c in o.expected_ids],
-            "items": [{"criterion_id": c, "evidence_tag": "consistent", "credit_basis": "evidence", "evidence_screenshots": [17, 18],
+    return {"items": [{"criterion_id": c, "evidence_tag": "consistent", "credit_basis": "evidence", "evidence_screenshots": [17, 18],
                        "justification": text(900, c), "earned": 11.5 if c == "c1" else 1.5}
                       for c in o.expected_ids]}
 
@@ -56,6 +59,7 @@ ANSWERS = {
     "action_scoring": lambda m, o: {"items": [{"criterion_id": c, "justification": text(900, c), "earned": 2}
                                               for c in o.expected_ids]},
     "rescoring": _rescoring,
+    "reality": _reality,
     "outcome": lambda m, o: {"primary_intent": text(580, "intent"), "reasoning": text(2000, "why"),
                              "nitpicks": [text(200, "nit")] * 4, "critical_issues": [], "success": True},
     "side_effects": lambda m, o: {"reasoning": text(1000, "none"), "penalties": []},
@@ -114,4 +118,4 @@ async def test_fields_at_their_bound_are_recorded_in_every_rollout_never_silentl
         # Kept whole: a bound is recorded, the text is not cut further.
         assert len(res.criteria[0].description) == limits.CRITERION_DESCRIPTION_CHARS
     # One entry per criterion (a narrowed list of fixed length) is complete, not truncated.
-    assert not any(t.endswith(("reality_notes", "items")) for t in first.truncated)
+    assert not any(t.endswith(("notes", "items")) for t in first.truncated)

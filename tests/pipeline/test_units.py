@@ -15,6 +15,7 @@ from verifier.schemas import (
     ConditionVerdict,
     ErrorCode,
     EvidenceItem,
+    RealityCheck,
     Rescoring,
     Rubric,
     RubricDraft,
@@ -30,21 +31,23 @@ def test_per_call_models_demand_each_id_exactly_once():
     model = for_call(Rescoring, ("c1", "c2"))
     item = {"evidence_tag": "consistent", "justification": "j", "credit_basis": "evidence", "earned": 1}
     notes = [{"criterion_id": "c1", "note": "n"}, {"criterion_id": "c2", "note": "n"}]
-    model.model_validate({"reality_notes": notes,
-                          "items": [{"criterion_id": "c2", **item}, {"criterion_id": "c1", **item}]})
+    model.model_validate({"items": [{"criterion_id": "c2", **item}, {"criterion_id": "c1", **item}]})
     for bad in ([{"criterion_id": "c1", **item}],
                 [{"criterion_id": "c1", **item}, {"criterion_id": "c1", **item}],
                 [{"criterion_id": "c1", **item}, {"criterion_id": "c9", **item}]):
         with pytest.raises(ValidationError):
-            model.model_validate({"reality_notes": notes, "items": bad})
-    good = [{"criterion_id": "c1", **item}, {"criterion_id": "c2", **item}]
-    with pytest.raises(ValidationError):  # a reality note per criterion too
-        model.model_validate({"reality_notes": notes[:1], "items": good})
+            model.model_validate({"items": bad})
     schema = model.model_json_schema()
     assert schema["$defs"]["RescoreItemFor"]["properties"]["criterion_id"]["enum"] == ["c1", "c2"]
-    assert schema["$defs"]["RealityNoteFor"]["properties"]["criterion_id"]["enum"] == ["c1", "c2"]
-    assert list(schema["properties"]) == ["reality_notes", "items"]  # notes are generated before any score
+    assert list(schema["properties"]) == ["items"]  # the rescoring writes no reality note (stages.reality)
     assert for_call(Rescoring, ("c1", "c2")) is model  # cached per id tuple
+    check = for_call(RealityCheck, ("c1", "c2"))  # the reality call: one note per criterion
+    check.model_validate({"notes": notes})
+    with pytest.raises(ValidationError):
+        check.model_validate({"notes": notes[:1]})
+    with pytest.raises(ValidationError):
+        check.model_validate({"notes": [notes[0], notes[0]]})
+    assert check.model_json_schema()["$defs"]["RealityNoteFor"]["properties"]["criterion_id"]["enum"] == ["c1", "c2"]
 
 
 def test_bounds_reject_out_of_range_values():

@@ -180,10 +180,10 @@ async def test_rewards_over_http_one_run_per_rollout(echo):
     assert proc == [0.1, 0.1] and outc == [1.0, 1.0]
     assert metrics["uv_process/failure_rate"] == 0.0
     assert uv.process.session.runs == 2
-    # 11 calls for the first rollout (rubric, action scoring, 2 relevance, 2 evidence, side effects,
-    # rescoring, outcome, 2 diagnosis) and 9 for the second: the rubric and the shared white
-    # screen's relevance row were asked for once; the server saw exactly those 20 requests
-    assert metrics["uv/judge_calls_per_rollout"] == 10.0 and echo.requests == 20
+    # 12 calls for the first rollout (rubric, action scoring, 2 relevance, 2 evidence, reality notes,
+    # side effects, rescoring, outcome, 2 diagnosis) and 10 for the second: the rubric and the shared
+    # white screen's relevance row were asked for once; the server saw exactly those 22 requests
+    assert metrics["uv/judge_calls_per_rollout"] == 11.0 and echo.requests == 22
     await uv.process.session.aclose()
 
 

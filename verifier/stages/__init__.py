@@ -4,5 +4,5 @@
 `verifier.testing.ScriptedJudge` scripts are keyed by), in pipeline order.
 """
 
-STAGES = ("rubric", "rubric_audit", "relevance", "action_scoring", "evidence", "conditions", "rescoring",
+STAGES = ("rubric", "rubric_audit", "relevance", "action_scoring", "evidence", "conditions", "reality", "rescoring",
           "side_effects", "outcome", "diagnosis_failures", "diagnosis_validity")

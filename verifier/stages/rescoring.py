@@ -1,18 +1,17 @@
 """Stage 7: screenshot-grounded rescoring of the applicable criteria (V independent runs).
 
 Unlike the reference, this call sees the final screenshot(s) themselves, not only text about
-them. Its reality notes come first in the reply, one per criterion, before any score (the schema's
-field order, which constrained decoding follows): the notes are fixed before a point is awarded, so
-they cannot be written to justify it, at no extra call or round (the reference spent a separate
-reality-check call on them). Earned points are half points. Unmet conditional criteria are not asked at all: they leave both sums. Earned
+them. It writes no reality note: the notes come from their own call (`stages.reality`), which never
+sees the agent's claims, running beside this one. Earned points are half points. Unmet conditional
+criteria are not asked at all: they leave both sums. Earned
 points are clamped to [0, max] in code. With V runs the process score is the (lower) median
 over runs and the median run's justifications become the result's table, or, with
 `rescoring_median="criterion"`, each criterion takes its own median (`per_criterion_median`).
 
-Reality notes cite the screenshots they rest on; a score that used a note's full-credit clause
-(`credit_basis="reality_note"`) while the note cites no screenshot shown in the call (`shown_numbers`: the
-final screenshots attached and those the evidence text describes) earns 0 for that criterion
-(`guards.reality_overrules`, recorded in `result.overruled`).
+A score that used a criterion's full-credit clause (`credit_basis="reality_note"`) earns 0 for that
+criterion unless the reality call's note reports the absence and cites a screenshot shown in the
+calls (`shown_numbers`: the final screenshots attached and those the evidence text describes) whose
+own evidence analysis reports it too (`guards.reality_overrules`, recorded in `result.overruled`).
 """
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ from ..guards import reality_overrules
 from ..judge.base import ImagePart
 from ..narrowing import for_call
 from ..rendering import fence, image_part
-from ..schemas import Rescoring, Rubric
+from ..schemas import RealityCheck, Rescoring, Rubric
 from ..scoring import CriterionPoints, clamp, median_index, rubric_score
 from .base import Run
 
@@ -76,14 +75,15 @@ def points(rubric: Rubric, applies: dict[str, bool], earned: dict[str, float]) -
             for c in rubric.criteria]
 
 
-def score_of(rubric: Rubric, applies: dict[str, bool], reply: Rescoring, shown: set[int] | None = None,
+def score_of(rubric: Rubric, applies: dict[str, bool], reply: Rescoring, notes: RealityCheck | None = None,
+             shown: set[int] | None = None,
              absent: dict[str, set[int]] | None = None) -> tuple[float, dict[str, float], list[str]]:
     """(eq.-1 score, clamped earned per criterion, overrules recorded) of one rescoring run.
 
-    With `shown` (the screenshots the call saw) and `absent` (per criterion, the screenshots whose
-    evidence reports an absence), reality-note credit is checked (`guards.reality_overrules`): an
-    overruled criterion earns 0."""
-    over, records = reality_overrules(reply, shown, absent) if shown is not None else (set(), [])
+    With `shown` (the screenshots the calls saw), the reality call's `notes` (None: it failed) and
+    `absent` (per criterion, the screenshots whose evidence reports an absence), full-credit-clause
+    credit is checked (`guards.reality_overrules`): an overruled criterion earns 0."""
+    over, records = reality_overrules(reply, notes, shown, absent) if shown is not None else (set(), [])
     earned = {i.criterion_id: 0.0 if i.criterion_id in over else clamp(i.earned, rubric.get(i.criterion_id).max_points)
               for i in reply.items}
     return rubric_score(points(rubric, applies, earned)), earned, records
@@ -94,14 +94,12 @@ def per_criterion_median(applicable: Sequence[str], runs: Sequence[Rescoring],
     """Per criterion, the (lower) median earned points across runs, and a table whose row for
     each criterion is the item of the run that gave that value (so justification and points agree)."""
     items: list[Any] = []
-    notes: list[Any] = []
     out: dict[str, Any] = {}
     for cid in applicable:
         best = median_index([e[cid] for e in earned])
         out[cid] = earned[best][cid]
         items.append(next(i for i in runs[best].items if i.criterion_id == cid))
-        notes.extend(n for n in runs[best].reality_notes if n.criterion_id == cid)
-    return Rescoring.model_construct(reality_notes=notes, items=items), out
+    return Rescoring.model_construct(items=items), out
 
 
 def render_scores(rubric: Rubric, applies: dict[str, bool], reply: Rescoring | None,

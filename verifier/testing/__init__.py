@@ -67,7 +67,8 @@ DEFAULTS: dict[str, Callable[[list[Message], type[BaseModel]], Any]] = {
                                                "earned": 10} for c in _ids(o)]},
     "conditions": lambda m, o: {"items": [{"criterion_id": c, "reasoning": "scripted", "applies": True}
                                           for c in _ids(o)]},
-    "rescoring": lambda m, o: {"reality_notes": [{"criterion_id": c, "note": "none"} for c in _ids(o)],
+    "reality": lambda m, o: {"notes": [{"criterion_id": c, "note": "none"} for c in _ids(o)]},
+    "rescoring": lambda m, o: {
                                "items": [{"criterion_id": c, "evidence_tag": "consistent",
                                           "justification": "scripted", "credit_basis": "evidence",
                                           "earned": 10} for c in _ids(o)]},
