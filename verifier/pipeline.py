@@ -34,16 +34,13 @@ from .errors import JudgeError
 from .grouping import decide_all, group, representatives
 from .guards import note_records, reports_absence
 from .judge.base import Judge
-from .rendering import fence, history_view, shared_context, system_prompt, truncations
+from .rendering import fence, shared_context, system_prompt, truncations
 from .result import (
-    CriterionResult,
-    EvidenceRecord,
-    HistoryView,
     PenaltyResult,
     RelevanceResult,
     VerificationResult,
 )
-from .schemas import ActionScores, Outcome, RealityCheck, Rescoring, Rubric
+from .schemas import ActionScores, RealityCheck, Rescoring, Rubric
 from .scoring import (
     apply_penalties,
     hallucination_suspected,
@@ -64,6 +61,7 @@ from .stages import (
     side_effects,
 )
 from .stages.base import Run
+from .tables import criteria_table, history_of
 from .trajectory import Trajectory
 
 MAX_ROUNDS = 8
@@ -201,7 +199,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
     scores_text = rescoring.render_scores(rb, applies, canonical, earned)
     side_task = r.spawn(side_effects.vote_all(r, scores_text, ev_text, images, d_resc + 1, shown))
     out_call = outcome.per_call_text(scores_text, ev_text, len(images))
-    votes, ok, replies = await _votes(r, out_call, images, d_resc + 1)
+    votes, ok, replies = await outcome.vote_all(r, out_call, images, d_resc + 1)
     effects = await side_task
     tags = {i.criterion_id: i.evidence_tag for i in canonical.items} if canonical is not None else {}
     vetoed = vetoes.decide(trajectory, rb, applies, earned, tags, off=set(cfg.vetoes_off))
@@ -228,7 +226,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
 
     action_score = (rubric_score(rescoring.points(rb, applies, action_earned))
                     if action_earned is not None else None)
-    table = _criteria(r, status, applies, earned, action, action_earned, canonical, ev_by, notes)
+    table = criteria_table(r, status, applies, earned, action, action_earned, canonical, ev_by, notes)
     ledger = r.ledger
     usage = ledger.summary(wall_s=time.perf_counter() - started_at)
     return VerificationResult(
@@ -245,7 +243,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         forced_failure=forced,
         permission_profile=rb.permission.model_dump(mode="json"), permission_overruled=rb.permission_overruled,
         overruled=ledger.overruled + (effects.rejected if effects else []), truncated=list(ledger.truncated),
-        unsupported_claims=effects.unsupported if effects else [], history=_history(r),
+        unsupported_claims=effects.unsupported if effects else [], history=history_of(r),
         criteria=table, penalties=penalties, side_effects_reasoning=effects.reasoning if effects else "",
         relevance=RelevanceResult(criteria=list(ids), matrix=relevance.full_matrix(known, hash_groups, ids, m),
                                   duplicates=[nums for nums in hash_groups.values() if len(nums) > 1]),
@@ -253,13 +251,6 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         truncations=truncations(trajectory, cfg),
         usage=usage, config=cfg.model_dump(mode="json"), models=sorted(ledger.models),
         prompts=sorted(ledger.prompts.values(), key=lambda p: p.id))
-
-
-def _history(r: Run) -> HistoryView:
-    """The most compressed history any call was sent, the context and every call shrunk to fit it."""
-    view = history_view(r.traj, r.cfg, r.history_cut)[1]
-    return view.model_copy(update={"context_tokens": r.budget.context if r.budget else None,
-                                   "trims": sorted(r.trims.values(), key=lambda t: (t.stage, t.cuts))})
 
 
 async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None,
@@ -303,56 +294,6 @@ async def _rescore(r: Run, applies: dict[str, bool], action: ActionScores | None
         fallback = rubric_score(rescoring.points(rb, applies, action_earned))
         return [fallback], None, action_earned, fallback, notes
     raise errors[0]
-
-
-async def _votes(r: Run, per_call: str, images: list,
-                 depth: int) -> tuple[list[bool | None], list[Outcome], list[Outcome | None]]:
-    """V outcome votes -> (votes with None for failed calls, the valid replies, every reply or None).
-    A vote is its reply's success held to its own named checks (`outcome.vote_value`). All failing
-    raises."""
-    raw = await asyncio.gather(*(outcome.vote(r, per_call, images, depth, i) for i in range(r.cfg.votes)),
-                               return_exceptions=True)
-    for v in raw:
-        if isinstance(v, BaseException):
-            if not isinstance(v, JudgeError):
-                raise v
-            r.degrade(outcome.STAGE, v)
-    ok = [v for v in raw if isinstance(v, Outcome)]
-    if not ok:
-        raise next(v for v in raw if isinstance(v, JudgeError))
-    replies = [v if isinstance(v, Outcome) else None for v in raw]
-    return [outcome.vote_value(v) if v is not None else None for v in replies], ok, replies
-
-
-def _criteria(r: Run, status, applies, earned, action, action_earned, canonical, ev_by,
-              reality_check: RealityCheck | None) -> list[CriterionResult]:
-    assert r.rubric is not None
-    notes = {i.criterion_id: i for i in canonical.items} if canonical is not None else {}
-    reality = reality_check.texts() if reality_check is not None else {}
-    acts = {i.criterion_id: i for i in action.items} if action is not None else {}
-    out = []
-    for c in r.rubric.criteria:
-        cond, src = status.get(c.id, (None, "none"))
-        n, a = notes.get(c.id), acts.get(c.id)
-        got = earned.get(c.id, 0.0) if applies[c.id] else 0.0
-        ao = action_earned.get(c.id) if action_earned is not None else None
-        out.append(CriterionResult(
-            id=c.id, name=c.name, description=c.description, max_points=c.max_points, condition=c.condition,
-            exclusive_group=c.exclusive_group,
-            condition_status="unconditional" if cond is None else ("met" if cond else "not_met"),
-            condition_source=src, applies=applies[c.id], earned=got, action_only_earned=ao,
-            action_only_justification=a.justification if a else "",
-            justification=n.justification if n else ("" if applies[c.id] else "condition not met"),
-            reality_notes=reality.get(c.id, ""),
-            evidence_tag=n.evidence_tag.value if n else "no_evidence",
-            evidence_screenshots=[k for k in n.evidence_screenshots if k <= len(r.traj.screenshots)] if n else [],
-            evidence=[EvidenceRecord(screenshots=list(e.screenshots), visible=e.item.visible,
-                                     claims_check=e.item.claims_check, discrepancies=e.item.discrepancies,
-                                     blocker_visible=e.item.blocker_visible,
-                                     condition=e.item.condition.value if e.item.condition else None)
-                      for e in ev_by.get(c.id, [])],
-            hallucination_suspected=bool(applies[c.id] and ao is not None and ao - got > c.max_points / 2)))
-    return out
 
 
 def verify_sync(trajectory: Trajectory, config: VerifierConfig | None = None, *, judge: Judge,

@@ -13,7 +13,9 @@ The system prompt carries only the critical-point rules matching the rubric's pe
 """
 from __future__ import annotations
 
-from ..errors import JudgeUndecidedError
+import asyncio
+
+from ..errors import JudgeError, JudgeUndecidedError
 from ..judge.base import ImagePart
 from ..schemas import Outcome
 from ..scoring import outcome_success
@@ -26,6 +28,24 @@ async def vote(r: Run, per_call: str, images: list[ImagePart], depth: int, i: in
     assert r.rubric is not None
     return await r.ask(STAGE, "outcome.system.j2", Outcome, depth=depth, per_call=per_call,
                        images=images, sampling=r.vote_sampling(i), images_droppable=True)
+
+
+async def vote_all(r: Run, per_call: str, images: list[ImagePart],
+                   depth: int) -> tuple[list[bool | None], list[Outcome], list[Outcome | None]]:
+    """V outcome votes -> (votes with None for failed calls, the valid replies, every reply or None).
+    A vote is its reply's success held to its own named checks (`vote_value`). All failing raises."""
+    raw = await asyncio.gather(*(vote(r, per_call, images, depth, i) for i in range(r.cfg.votes)),
+                               return_exceptions=True)
+    for v in raw:
+        if isinstance(v, BaseException):
+            if not isinstance(v, JudgeError):
+                raise v
+            r.degrade(STAGE, v)
+    ok = [v for v in raw if isinstance(v, Outcome)]
+    if not ok:
+        raise next(v for v in raw if isinstance(v, JudgeError))
+    replies = [v if isinstance(v, Outcome) else None for v in raw]
+    return [vote_value(v) if v is not None else None for v in replies], ok, replies
 
 
 def failed_checks(reply: Outcome) -> list[str]:
