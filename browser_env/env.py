@@ -41,6 +41,7 @@ from .observe import (
     stop_loading,
     watchdog,
 )
+from .pointer import screen_frame
 from .server import default_server
 from .sites.server import COOKIE, SiteServer
 from .tasks import BrowserTask, get_task
@@ -66,6 +67,7 @@ class BrowserEnv:
         self._crashed = False
         self._watchdog_fired = False
         self._elements: list[dict[str, Any]] = []
+        self._shown: tuple[int, int] | None = None  # size of the last screenshot the policy was given
         _LIVE.add(self)
 
     # ---- TRL contract -------------------------------------------------------------------------
@@ -84,6 +86,7 @@ class BrowserEnv:
         self._sid = server.new_session()
         self._rec = EpisodeRecorder(self._btask.to_task(server.base_url))
         self._over, self._crashed, self._watchdog_fired, self._elements = None, False, False, []
+        self._shown = None
         browser = self._proc.ensure()
         cfg = self.config
         self._context = browser.new_context(viewport={"width": cfg.viewport_width, "height": cfg.viewport_height})
@@ -122,18 +125,23 @@ class BrowserEnv:
         return self._act("goto", {"url": url}, act)
 
     def click(self, element: int | None = None, x: int | None = None, y: int | None = None) -> list:
-        """Click an element by its number from the observation, or a point of the screenshot.
+        """Click an element by its number from the observation, or a point of the last screenshot you were shown.
 
         Args:
             element: the element number shown as [n] in the observation.
-            x: horizontal pixel of the screenshot (with y, instead of element).
-            y: vertical pixel of the screenshot (with x, instead of element).
+            x: horizontal pixel of the screenshot image as you were shown it, 0 at its left edge (with y,
+                instead of element).
+            y: vertical pixel of the screenshot image as you were shown it, 0 at its top edge (with x,
+                instead of element).
         """
         def act(page: Any) -> None:
             if element is not None:
                 page.click(self._selector(element))
-            elif x is not None and y is not None:
-                page.mouse.click(float(x), float(y))
+            elif x is not None and y is not None:  # the policy's pixels scaled to the viewport's (browser_env.pointer)
+                frame = screen_frame(x, y, self._shown_size(), (self.config.viewport_width, self.config.viewport_height))
+                if frame.agent_size != frame.screen_size:
+                    self._rec.locate(frame)  # type: ignore[union-attr]  # _act checked it
+                page.mouse.click(float(frame.arguments["x"]), float(frame.arguments["y"]))
             else:
                 raise ValueError("click needs an element number or both x and y")
         return self._act("click", {k: v for k, v in (("element", element), ("x", x), ("y", y)) if v is not None},
@@ -329,7 +337,17 @@ class BrowserEnv:
         self._context, self._page = None, None
 
     def _for_policy(self, png: bytes) -> Image.Image:
-        return policy_image(png, self.config.policy_max_side)
+        image = policy_image(png, self.config.policy_max_side)
+        self._shown = image.size  # the frame of the policy's next click(x, y)
+        return image
+
+    def _shown_size(self) -> tuple[int, int]:
+        """The image the policy points on: the last one given, or (no image given yet, with
+        `initial_screenshot=False`) the one it would have got of the current page."""
+        if self._shown is None:
+            assert self._rec is not None and self._rec.last_png is not None
+            self._shown = policy_image(self._rec.last_png, self.config.policy_max_side).size
+        return self._shown
 
     @staticmethod
     def _text_only(text: str) -> list:

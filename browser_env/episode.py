@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from verifier.coordinates import ScreenFrame
 from verifier.trajectory import RunStatus, Screenshot, Step, Task, Trajectory
 
 
@@ -38,6 +39,10 @@ class EpisodeRecorder:
         if self.last_png is not None:
             self.screenshots.append(Screenshot.from_bytes(self.last_png, step=k, timing="before"))
         return k
+
+    def locate(self, screen: ScreenFrame) -> None:
+        """The current step's arguments in the screenshots' pixels (the policy pointed on a thumbnail)."""
+        self.steps[-1] = self.steps[-1].model_copy(update={"screen": screen})
 
     def end(self, png: bytes | None, *, error: str | None = None) -> None:
         k = len(self.steps)

@@ -32,8 +32,10 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         "type": "object", "properties": props, "required": required}}}
     for name, desc, props, required in (
         ("goto", "Open a URL (full, or a path such as /shop/).", {"url": {"type": "string"}}, ["url"]),
-        ("click", "Click element [n] from the observation, or the point (x, y) of the screenshot.",
-         {"element": {"type": "integer"}, "x": {"type": "integer"}, "y": {"type": "integer"}}, []),
+        ("click", ("Click element [n] from the observation, or the point (x, y) of the last screenshot you were "
+         "shown, in that image's own pixels (it may be smaller than the browser window; 0, 0 is its top left)."),
+         {"element": {"type": "integer"}, "x": {"type": "integer", "description": "pixels from the image's left edge"},
+          "y": {"type": "integer", "description": "pixels from the image's top edge"}}, []),
         ("type", "Type text into element [n] (default: the focused field); submit presses Enter.",
          {"text": {"type": "string"}, "element": {"type": "integer"}, "submit": {"type": "boolean"}}, ["text"]),
         ("scroll", "Scroll most of a screen.", {"direction": {"type": "string", "enum": ["down", "up"]}}, []),

@@ -27,6 +27,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from .config import VerifierConfig
+from .coordinates import shown_arguments
 from .fencing import FENCE, defuse, fence  # noqa: F401 - FENCE, defuse re-exported (the fence lives there)
 from .guards import run_date_line
 from .judge.base import ImagePart, Message, TextPart
@@ -56,7 +57,9 @@ def render_step(step: Any, cfg: VerifierConfig, *, thought_chars: int | None = N
     """One line per step; `thought_chars=0` leaves the thought out (history compression)."""
     thought_limit = cfg.max_thought_chars if thought_chars is None else thought_chars
     arg_limit = cfg.max_argument_chars if argument_chars is None else argument_chars
-    args = {k: v for k, v in step.arguments.items() if k not in _HIDDEN_ARGS}
+    # coordinates as in the screenshots the judge sees, not the thumbnail the agent pointed on
+    args = {k: v for k, v in shown_arguments(step.arguments, getattr(step, "screen", None)).items()
+            if k not in _HIDDEN_ARGS}
     thought = step.thought
     if thought is None:
         hidden = [str(step.arguments[k]) for k in ("reasoning", "thoughts", "thought") if step.arguments.get(k)]

@@ -41,6 +41,7 @@ from pydantic import (
     model_validator,
 )
 
+from .coordinates import ScreenFrame
 from .errors import ScreenshotError
 from .other_verdicts import AGENT_CLAIM, ENV_SCORE, FRAMEWORK_JUDGE, AgentClaim, EnvScore, FrameworkJudgement
 
@@ -139,6 +140,16 @@ class Step(BaseModel):
     url: str | None = None
     timestamp: float | None = None
     error: str | None = None
+    #: the arguments in the screenshots' pixels when the agent pointed on another image (a policy
+    #: shown thumbnails): `verifier.coordinates` says why both are kept
+    screen: ScreenFrame | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out = handler(self)  # no `screen` key when there is none: other steps' JSON (and keys) unchanged
+        if self.screen is None:
+            out.pop("screen", None)
+        return out
 
 
 class Screenshot(BaseModel):

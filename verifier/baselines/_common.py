@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 
 from ..config import VerifierConfig
+from ..coordinates import shown_arguments
 from ..judge.base import Reply
 from ..prompts import PromptInfo
 from ..rendering import elide, fence, truncations
@@ -28,7 +29,7 @@ def action_history(traj: Trajectory, *, max_arg_chars: int = 400, max_chars: int
     """Numbered actions with their arguments, agent reasoning stripped (as the published judges do)."""
     lines = []
     for s in traj.steps:
-        args = {k: v for k, v in s.arguments.items() if k not in _HIDDEN_ARGS}
+        args = {k: v for k, v in shown_arguments(s.arguments, s.screen).items() if k not in _HIDDEN_ARGS}
         arg_text = json.dumps(args, ensure_ascii=False, default=str) if args else ""
         lines.append(f"{s.index}. {s.action} {elide(' '.join(arg_text.split()), max_arg_chars)}".rstrip())
     return elide("\n".join(lines) or "(no actions)", max_chars)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..coordinates import shown_arguments
 from .access import d, ints, lst, text
 
 
@@ -47,7 +48,8 @@ def timeline_view(res: dict, trajectory: Any, shot) -> dict:
                 }
             )
         for st in trajectory.steps:
-            args = json.dumps(st.arguments, ensure_ascii=False) if st.arguments else ""
+            shown = shown_arguments(st.arguments, getattr(st, "screen", None))  # pixels of the shots beside it
+            args = json.dumps(shown, ensure_ascii=False) if shown else ""
             steps.append(
                 {
                     "index": st.index,
