@@ -16,20 +16,27 @@ model and its model card are written to `output_dir`.
 
 Prints one JSON line at the end: rollouts, actions and screenshots per trajectory, reward mean,
 the rewards' None rate and the judge cost.
+
+TRL warns at start that `environment_factory` is experimental (its API may change between TRL
+releases; this recipe is tested on TRL 1.16 only). The warning is left on purpose; set
+`TRL_EXPERIMENTAL_SILENCE=1` to hide it.
+
+Evaluation follows TRL's grpo script: with `eval_strategy` "steps" or "epoch", the
+`dataset_test_split` of `dataset_name` (a hub dataset or a folder of train/test files), or the
+built-in tasks named by `eval_tasks`, are rolled out and scored like the training ones.
 """
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
-os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from reward.model_card import card_dataset  # after the path set-up above
+from reward.trl_recipe import eval_split, evaluates, model_setup
 
 
 @dataclass
@@ -38,6 +45,8 @@ class BrowserArguments:
 
     tasks: list[str] = field(default_factory=list, metadata={"help": "browser_env task ids (default: all)"})
     task_repeat: int = field(default=1, metadata={"help": "times each task appears in the dataset"})
+    eval_tasks: list[str] = field(default_factory=list, metadata={
+        "help": "browser_env task ids evaluated when eval_strategy is not 'no' and no dataset_name is given"})
     tiny_policy: bool = field(default=False, metadata={
         "help": "build the tiny CPU policy in code (browser_env.tiny_policy) instead of model_name_or_path"})
     judge: str = field(default="url", metadata={
@@ -80,6 +89,21 @@ def build_dataset(args: BrowserArguments, script_args: Any) -> Any:
         return datasets.load_dataset(script_args.dataset_name, name=script_args.dataset_config,
                                      split=script_args.dataset_train_split)
     return datasets.Dataset.from_list(task_rows(args.tasks or None, repeat=args.task_repeat))
+
+
+def build_eval_dataset(args: BrowserArguments, script_args: Any, training_args: Any) -> Any | None:
+    """TRL's convention: `dataset_test_split` of `dataset_name` when the run evaluates; with the
+    built-in tasks, the `eval_tasks`."""
+    import datasets
+
+    from browser_env import task_rows
+
+    def load(split: str) -> Any:
+        if script_args.dataset_name:
+            return datasets.load_dataset(script_args.dataset_name, name=script_args.dataset_config, split=split)
+        return datasets.Dataset.from_list(task_rows(args.eval_tasks))
+
+    return eval_split(script_args, training_args, load)
 
 
 def image_tokens(width: int, height: int, max_side: int | None, patch: int = 28) -> int:
@@ -137,6 +161,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     parser = TrlParser((ScriptArguments, GRPOConfig, ModelConfig, BrowserArguments))
     script_args, training_args, model_args, args = parser.parse_args_and_config(args=argv)
+    if evaluates(training_args) and not (script_args.dataset_name or args.eval_tasks):
+        parser.error("eval_strategy needs eval_tasks (built-in task ids) or a dataset_name with a dataset_test_split")
     echo = None
     judge_url = args.judge_url
     if args.judge == "echo":
@@ -155,11 +181,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         model, processing_class = load_tiny_browser_policy(
             build_tiny_browser_policy(Path(training_args.output_dir) / "tiny-policy"))
-    else:
+        setup = {"peft_config": get_peft_config(model_args)}
+    else:  # dtype, attention, quantization (load_in_4bit/8bit) and PEFT as TRL's grpo script passes them
         model = model_args.model_name_or_path
-        training_args.model_init_kwargs = {"revision": model_args.model_revision, "dtype": model_args.dtype,
-                                           "attn_implementation": model_args.attn_implementation,
-                                           **(training_args.model_init_kwargs or {})}
+        setup = model_setup(training_args, model_args)
     episodes: list[dict[str, Any]] = []
 
     class EpisodeLog(TrainerCallback):
@@ -176,8 +201,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     trainer = BrowserGRPOTrainer(
         model=model, processing_class=processing_class, reward_funcs=[rewards.process, rewards.outcome],
         args=training_args, train_dataset=build_dataset(args, script_args),
-        environment_factory=functools.partial(BrowserEnv, env_config), peft_config=get_peft_config(model_args),
-        callbacks=[EpisodeLog()])
+        eval_dataset=build_eval_dataset(args, script_args, training_args),
+        environment_factory=functools.partial(BrowserEnv, env_config), callbacks=[EpisodeLog()], **setup)
     try:
         trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
         trainer.save_model(training_args.output_dir)

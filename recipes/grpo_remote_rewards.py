@@ -21,6 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
+from reward.trl_recipe import eval_split, evaluates, model_setup  # after the path set-up above
+
 
 @dataclass
 class RemoteArguments:
@@ -34,23 +36,32 @@ class RemoteArguments:
 def parse(argv: list[str] | None = None) -> tuple[Any, Any, Any, RemoteArguments]:
     from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
-    return TrlParser((ScriptArguments, GRPOConfig, ModelConfig, RemoteArguments)).parse_args_and_config(args=argv)
+    parser = TrlParser((ScriptArguments, GRPOConfig, ModelConfig, RemoteArguments))
+    script_args, training_args, model_args, args = parser.parse_args_and_config(args=argv)
+    if evaluates(training_args) and not script_args.dataset_name:
+        parser.error("eval_strategy needs a dataset_name with a `dataset_test_split` split (a hub dataset, or a "
+                     "folder holding train.jsonl and test.jsonl): the built-in tasks have none")
+    return script_args, training_args, model_args, args
 
 
 def main(argv: list[str] | None = None) -> None:
     import datasets
-    from trl import GRPOTrainer, get_peft_config
+    from trl import GRPOTrainer
 
     from reward.remote import make_remote_rewards
     from reward.testing import tiny_cua_dataset
 
     script_args, training_args, model_args, args = parse(argv)
     r = make_remote_rewards(args.reward_url or os.environ.get("CUA_REWARD_URL"), api_key_env=args.reward_api_key_env)
-    dataset = (datasets.load_dataset(script_args.dataset_name, name=script_args.dataset_config,
-                                     split=script_args.dataset_train_split)
-               if script_args.dataset_name else tiny_cua_dataset(n_tasks=args.n_tasks))
+    def load(split: str) -> Any:
+        return datasets.load_dataset(script_args.dataset_name, name=script_args.dataset_config, split=split)
+
+    dataset = load(script_args.dataset_train_split) if script_args.dataset_name else tiny_cua_dataset(n_tasks=args.n_tasks)
+    # dtype, attention, quantization (load_in_4bit/8bit) and PEFT as TRL's grpo script passes them
     trainer = GRPOTrainer(model=model_args.model_name_or_path, reward_funcs=[r.process, r.outcome],
-                          args=training_args, train_dataset=dataset, peft_config=get_peft_config(model_args))
+                          args=training_args, train_dataset=dataset,
+                          eval_dataset=eval_split(script_args, training_args, load),
+                          **model_setup(training_args, model_args))
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     trainer.save_model(training_args.output_dir)
     if training_args.push_to_hub:

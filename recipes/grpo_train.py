@@ -43,6 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
 from reward.model_card import card_dataset  # after the path set-up above
+from reward.trl_recipe import eval_split, evaluates, model_setup
 
 log = logging.getLogger("grpo_train")
 
@@ -53,6 +54,8 @@ log = logging.getLogger("grpo_train")
 DEPRECATED_NAMES = r"`(is_)?gradient_checkpointing(_enable|_disable|_kwargs)?` is deprecated and will be removed in v6"
 #: reward_weights (uv_process, uv_outcome) when the run gives none
 DEFAULT_WEIGHTS = (0.5, 1.0)
+NO_TEST_SPLIT = ("eval_strategy needs a dataset_name with a `dataset_test_split` split (a hub dataset, or a folder "
+                 "holding train.jsonl and test.jsonl): the built-in tasks and a single file have none")
 
 
 @dataclass
@@ -91,6 +94,8 @@ def parse(argv: list[str] | None = None) -> tuple[Any, Any, Any, TrainArguments]
         training_args.save_strategy = SaveStrategy.NO
     if not (model_args.model_name_or_path or args.tiny or args.tiny_text):
         parser.error("give --model_name_or_path, --tiny or --tiny_text")
+    if evaluates(training_args) and (not script_args.dataset_name or Path(script_args.dataset_name).is_file()):
+        parser.error(NO_TEST_SPLIT)
     return script_args, training_args, model_args, args
 
 
@@ -122,8 +127,13 @@ def load_prompts(args: TrainArguments, script_args: Any) -> Any:
     if path.is_file():
         kind = {".parquet": "parquet", ".csv": "csv"}.get(path.suffix.lower(), "json")
         return datasets.load_dataset(kind, data_files=str(path), split="train")
-    return datasets.load_dataset(script_args.dataset_name, name=script_args.dataset_config,
-                                 split=script_args.dataset_train_split)
+    return load_split(script_args, script_args.dataset_train_split)
+
+
+def load_split(script_args: Any, split: str) -> Any:
+    import datasets
+
+    return datasets.load_dataset(script_args.dataset_name, name=script_args.dataset_config, split=split)
 
 
 def summary_line(trainer: Any) -> dict[str, Any] | None:
@@ -150,13 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.tiny or args.tiny_text:
         build = build_tiny_policy if args.tiny_text else build_tiny_vlm_policy
         model = str(build(Path(training_args.output_dir) / ("tiny-text" if args.tiny_text else "tiny-vlm")))
-    else:
+        setup = {"peft_config": get_peft_config(model_args)}
+    else:  # dtype, attention, quantization (load_in_4bit/8bit) and PEFT as TRL's grpo script passes them
         model = model_args.model_name_or_path
-        training_args.model_init_kwargs = {"revision": model_args.model_revision, "dtype": model_args.dtype,
-                                           "attn_implementation": model_args.attn_implementation,
-                                           **(training_args.model_init_kwargs or {})}
+        setup = model_setup(training_args, model_args)
     trainer = GRPOTrainer(model=model, reward_funcs=[rewards.process, rewards.outcome], args=training_args,
-                          train_dataset=load_prompts(args, script_args), peft_config=get_peft_config(model_args))
+                          train_dataset=load_prompts(args, script_args),
+                          eval_dataset=eval_split(script_args, training_args, lambda split: load_split(script_args, split)),
+                          **setup)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     dataset = card_dataset(script_args.dataset_name)
     if not args.no_save:  # the final model and its card (checkpoints alone leave no model in output_dir)
