@@ -79,3 +79,29 @@ def test_a_point_outside_the_thumbnail_is_a_step_error_and_the_frame_is_known_be
         assert env.recorded_trajectory.steps[-1].error and env.recorded_trajectory.steps[-1].screen is None
         env.click(x=cx * 448 // 960, y=cy * 280 // 600)
         assert env._page.evaluate("window.hits") == 1
+
+
+def test_the_verl_and_openrlhf_episode_runner_clicks_in_the_thumbnail_frame_too(browser_ok):
+    """`ThreadedEpisode` (what the verl and OpenRLHF agents drive) gets the same scaling: its tool
+    schema and its thumbnails are the policy's frame."""
+    import asyncio
+
+    from browser_env.episode_runner import TOOL_SCHEMAS, ThreadedEpisode
+
+    click = next(t["function"] for t in TOOL_SCHEMAS if t["function"]["name"] == "click")
+    assert "image's own pixels" in click["description"]
+
+    async def episode() -> tuple[int, tuple[int, int]]:
+        ep = ThreadedEpisode({"viewport_width": 1280, "viewport_height": 800}, policy_max_side=448)
+        try:
+            await ep.reset("shop-add-usb-hub")
+            await ep._call(target_page, ep.env, 1280, 800)
+            images, _ = await ep.act("scroll", {"direction": "up"})
+            px, py = red_centre(images[0])
+            await ep.act("click", {"x": px, "y": py})
+            return await ep._call(lambda: ep.env._page.evaluate("window.hits")), images[0].size
+        finally:
+            await ep.close()
+
+    hits, size = asyncio.run(episode())
+    assert size == (448, 280) and hits == 1
