@@ -85,6 +85,7 @@ def test_the_verl_and_openrlhf_episode_runner_clicks_in_the_thumbnail_frame_too(
     """`ThreadedEpisode` (what the verl and OpenRLHF agents drive) gets the same scaling: its tool
     schema and its thumbnails are the policy's frame."""
     import asyncio
+    import concurrent.futures
 
     from browser_env.episode_runner import TOOL_SCHEMAS, ThreadedEpisode
 
@@ -103,5 +104,8 @@ def test_the_verl_and_openrlhf_episode_runner_clicks_in_the_thumbnail_frame_too(
         finally:
             await ep.close()
 
-    hits, size = asyncio.run(episode())
+    # on a thread of its own: a sync Playwright fixture earlier in the session leaves this thread
+    # with a running loop, and asyncio.run refuses to start a second one there
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        hits, size = pool.submit(asyncio.run, episode()).result()
     assert size == (448, 280) and hits == 1
