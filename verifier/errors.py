@@ -77,3 +77,27 @@ class JudgeDeadlineError(JudgeUnavailableError):
 class JudgeUndecidedError(JudgeError):
     """Too few valid votes to decide a strict majority of the V votes asked for: the outcome is
     unscored, never a failure (an outage is not a verdict)."""
+
+
+class RubricError(CuaVerifierError):
+    """A rubric given as data (a rubric file, a `rubric` column or request field) cannot be used."""
+
+
+class RubricFileError(RubricError, ConfigError):
+    """A rubric file is not valid: every problem is listed with its line, task and field
+    (`verifier.rubrics.check`). A run refuses the whole file rather than score some tasks against
+    a rubric nobody reviewed."""
+
+    def __init__(self, message: str, problems: list[Any] | None = None) -> None:
+        self.problems = list(problems or [])
+        super().__init__(message)
+
+
+class RubricMismatchError(RubricError):
+    """The rubric on file for a task id was written for another instruction (its hash differs):
+    scoring against it would grade the attempt against someone else's task."""
+
+
+class RubricMissingError(RubricError):
+    """`--rubrics-only` (or `RewardSettings.rubrics_only`) and no rubric is on file for this task:
+    the rollout is refused (unscored, None at the TRL boundary), never scored against a fresh rubric."""

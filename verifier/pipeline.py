@@ -40,6 +40,7 @@ from .result import (
     RelevanceResult,
     VerificationResult,
 )
+from .rubrics import RubricSource, rubric_sha256
 from .schemas import ActionScores, RealityCheck, Rescoring, Rubric
 from .scoring import (
     apply_penalties,
@@ -133,7 +134,8 @@ async def _relevance_and_evidence(r: Run, hash_groups: dict[str, list[int]], d0:
 
 
 async def verify(trajectory: Trajectory, config: VerifierConfig | None = None, *, judge: Judge,
-                 cache: StageCache | None = None, rubric: Rubric | None = None) -> VerificationResult:
+                 cache: StageCache | None = None, rubric: Rubric | None = None,
+                 rubric_source: RubricSource | None = None, rubric_judge: Judge | None = None) -> VerificationResult:
     """Verify one trajectory. Raises JudgeError when an indispensable stage fails.
 
     Args:
@@ -144,11 +146,14 @@ async def verify(trajectory: Trajectory, config: VerifierConfig | None = None, *
         rubric: a provided rubric (a benchmark's, or a calibration case's) scored instead of writing one;
             no rubric call is made. It is taken as given: the principles still decide what it may demand,
             and a "granted" permission still needs its quote in the task text (`guards.check_permission`).
+        rubric_source: where `rubric` came from (a rubric file's path and hash, an inline column), recorded
+            in `result.rubric_source`; default "provided".
+        rubric_judge: the judge that writes the rubric when none is provided (default: `judge`).
     """
     r = Run(trajectory, config or VerifierConfig(), judge, cache if cache is not None else StageCache(),
             provided_rubric=rubric)
     try:
-        return await _verify(r, time.perf_counter())
+        return await _verify(r, time.perf_counter(), rubric_source, rubric_judge)
     finally:
         for task in r.background:
             if not task.done():
@@ -163,7 +168,8 @@ def _prepare_images(r: Run) -> None:
         r.spawn(asyncio.to_thread(prepare, list(r.traj.screenshots)))
 
 
-async def _verify(r: Run, started_at: float) -> VerificationResult:
+async def _verify(r: Run, started_at: float, source: RubricSource | None,
+                  rubric_judge: Judge | None) -> VerificationResult:
     trajectory, cfg = r.traj, r.cfg
     _prepare_images(r)
     r.budget = await budget_for(r.judge)
@@ -171,7 +177,12 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
         core = shared_context(trajectory, cfg, None, cut=3)
         await asyncio.to_thread(r.budget.check_core, system_prompt(None).text, core)
     given = r.provided_rubric
-    r.rubric, d0 = rubric.provided(r, given) if given is not None else await rubric.run(r)
+    if given is not None:
+        r.rubric, d0 = rubric.provided(r, given)
+        source = (source or RubricSource(kind="provided")).model_copy(
+            update={"rubric_sha256": rubric_sha256(r.rubric)})
+    else:
+        r.rubric, d0, source = await rubric.run_with(r, rubric_judge)
     r.shared = shared_context(trajectory, cfg, r.rubric)
     rb, ids = r.rubric, r.rubric.ids()
     hash_groups = trajectory.distinct_screenshots()
@@ -249,7 +260,7 @@ async def _verify(r: Run, started_at: float) -> VerificationResult:
                                   duplicates=[nums for nums in hash_groups.values() if len(nums) > 1]),
         topk=groups, rubric_self_audit=rb.self_audit, diagnosis=diag, degraded=list(ledger.degraded),
         truncations=truncations(trajectory, cfg),
-        usage=usage, config=cfg.model_dump(mode="json"), models=sorted(ledger.models),
+        usage=usage, config=cfg.model_dump(mode="json"), models=sorted(ledger.models), rubric_source=source,
         prompts=sorted(ledger.prompts.values(), key=lambda p: p.id))
 
 

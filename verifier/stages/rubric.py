@@ -14,14 +14,22 @@ and the cached rubric carries the corrected profile and the reason).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..bounds import at_bound
-from ..cache import key_of
+from ..budget import budget_for
+from ..cache import StageCache, key_of
+from ..config import VerifierConfig
 from ..errors import JudgeError
 from ..guards import check_permission
+from ..judge.base import Judge
 from ..prompts import prompt_info
 from ..rendering import SYSTEM_TEMPLATE, infos, render_rubric, shared_context
 from ..result import DegradedStage
+from ..rubrics import RubricLine, RubricProvenance, RubricSource, instruction_sha256, rubric_sha256
+from ..rubrics.format import now_iso
 from ..schemas import Rubric, RubricDraft
+from ..trajectory import Trajectory
 from .base import Run
 
 STAGE, AUDIT = "rubric", "rubric_audit"
@@ -106,3 +114,36 @@ async def run(r: Run) -> tuple[Rubric, int]:
     if hit:
         r.ledger.hit(STAGE)
     return rubric, (0 if finished else depth)
+
+
+async def run_with(r: Run, rubric_judge: Judge | None) -> tuple[Rubric, int, RubricSource]:
+    """`run` with the rubric judge when one is configured (`RewardSettings.rubric_judge`,
+    `--rubric-judge-url`): a stronger model can write the rubric than the one that scores. The
+    rubric call shares the run's ledger and cache; its key names the rubric judge's model."""
+    writer = r if rubric_judge is None else replace(r, judge=rubric_judge, budget=await budget_for(rubric_judge))
+    rubric, depth = await run(writer)
+    return rubric, depth, RubricSource(kind="generated", rubric_sha256=rubric_sha256(rubric),
+                                       model=judge_identity(writer.judge))
+
+
+async def write_line(traj: Trajectory, config: VerifierConfig, judge: Judge,
+                     cache: StageCache | None = None) -> RubricLine:
+    """One task's rubric as a rubric-file line (`cua-verifier rubrics`): written by `judge` from the
+    task alone, through the same calls, audit and permission guard as during verification.
+
+    Raises the judge's JudgeError, and also when the audit failed: a rubric file is a reviewed
+    artefact, so a rubric whose audit never ran is not written (the rerun tries the task again).
+    """
+    r = Run(traj, config, judge, cache if cache is not None else StageCache())
+    r.budget = await budget_for(judge)
+    rubric, _ = await run(r)
+    if r.ledger.degraded:
+        d = r.ledger.degraded[0]
+        raise JudgeError(f"the rubric's {d.stage} failed ({d.reason}): not written", stage=d.stage)
+    prompts = sorted(r.ledger.prompts.values(), key=lambda p: p.id)
+    model = ", ".join(sorted(r.ledger.models)) or judge_identity(judge)
+    task = traj.task
+    return RubricLine(task_id=task.id, instruction_sha256=instruction_sha256(task.instruction),
+                      instruction=task.instruction, start_url=task.start_url, rubric=rubric,
+                      provenance=RubricProvenance(model=model, prompts=prompts, written_at=now_iso(),
+                                                  audited=config.rubric_audit))

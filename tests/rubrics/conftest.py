@@ -1,0 +1,1 @@
+"""Rubric-file tests: helpers live in rubric_helpers.py."""
