@@ -93,10 +93,41 @@ def add_scoring_args(p: argparse.ArgumentParser, *, default_concurrency: int, fi
                    help=f"trajectories verified at once (default: max_concurrency from --config, else "
                         f"{default_concurrency})")
     p.set_defaults(default_concurrency=default_concurrency)
+    add_rubric_args(p)
     if files:
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
         p.add_argument("--allow-outside-screenshots", action="store_true", help=OUTSIDE_HELP)
         p.epilog = EXIT_HELP
+
+
+def add_rubric_args(p: argparse.ArgumentParser) -> None:
+    """--rubrics FILE, --rubrics-only and the rubric judge's flags (docs/rubrics.md)."""
+    p.add_argument("--rubrics", metavar="FILE", default=None,
+                   help="rubric file (`cua-verifier rubrics`): score each task against its rubric there "
+                        "(matched by task id; its instruction hash must agree)")
+    p.add_argument("--rubrics-only", action="store_true",
+                   help="refuse (unscored) a task with no rubric in --rubrics instead of generating one")
+    p.add_argument("--rubric-judge-url", metavar="URL", default=None,
+                   help="judge that writes rubrics no file provides (default: the scoring judge)")
+    p.add_argument("--rubric-model", metavar="NAME", default=None, help="model name of the rubric judge")
+
+
+def _rubric_overrides(args: argparse.Namespace, data: dict[str, Any]) -> None:
+    import os
+
+    if path := getattr(args, "rubrics", None):
+        data["rubrics"] = os.path.abspath(path)  # Ray actors and a served reward read it from anywhere
+    elif isinstance(data.get("rubrics"), str):
+        data["rubrics"] = os.path.abspath(data["rubrics"])
+    if getattr(args, "rubrics_only", False):
+        data["rubrics_only"] = True
+    rubric_judge = dict(data.get("rubric_judge") or {})
+    if url := getattr(args, "rubric_judge_url", None):
+        rubric_judge["base_urls"] = split_urls(url)
+    if model := getattr(args, "rubric_model", None):
+        rubric_judge["model"] = model
+    if rubric_judge:
+        data["rubric_judge"] = rubric_judge
 
 
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -120,6 +151,7 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
         if args.concurrency < 1:
             raise ConfigError("--concurrency must be at least 1")
         data["max_concurrency"] = args.concurrency
+    _rubric_overrides(args, data)
     return normalise_config({**data, "verifier": verifier, "judge": judge})
 
 

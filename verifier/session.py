@@ -34,6 +34,7 @@ from verifier.errors import ConfigError, CuaVerifierError, JudgeDeadlineError, T
 from verifier.judge.deadline import deadline_at
 from verifier.trajectory import Trajectory
 
+from .rubrics import RubricPlan
 from .settings import RewardSettings, resolve
 from .waits import Waits, waited
 
@@ -89,6 +90,7 @@ class _LoopState:
 
     def __init__(self, session: VerifierSession) -> None:
         self.judge = session.build_judge()
+        self.rubric_judge = session.build_judge(rubric=True) if session.settings.rubric_judge else None
         self.semaphore = asyncio.Semaphore(session.settings.max_concurrency)
         self.inflight: dict[str, asyncio.Future] = {}
 
@@ -111,6 +113,8 @@ class VerifierSession:
         # StageCache keeps finished values as plain data and in-flight tasks per loop, so one
         # instance serves every loop: the rubric of a task is generated once per process.
         self.cache = resolve(factory)() if factory else None
+        # The rubric file is read and checked once, now: a bad file stops the run before a rollout is scored.
+        self.rubrics = RubricPlan.of(settings.rubrics, settings.rubrics_only)
 
     # ---- construction -------------------------------------------------------------------------
     def _build_verifier_config(self) -> Any:
@@ -123,11 +127,12 @@ class VerifierSession:
         except ValueError as exc:
             raise ConfigError(f"invalid verifier settings: {exc}") from exc
 
-    def build_judge(self) -> Any:
-        """A judge for the current loop: the custom factory, else `make_judge(JudgeConfig(...))`."""
-        if self.settings.judge_factory is not None:
+    def build_judge(self, *, rubric: bool = False) -> Any:
+        """A judge for the current loop: the custom factory, else `make_judge(JudgeConfig(...))`.
+        `rubric`: the rubric judge (`settings.rubric_judge` over the scoring judge's fields)."""
+        if self.settings.judge_factory is not None and not rubric:
             return resolve(self.settings.judge_factory)()
-        judge_cfg = self.settings.judge
+        judge_cfg = {**self.settings.judge, **self.settings.rubric_judge} if rubric else self.settings.judge
         if not judge_cfg.get("base_urls") or not judge_cfg.get("model"):
             raise ConfigError("no judge configured: set CUA_JUDGE_URL and CUA_JUDGE_MODEL, or "
                               "CUA_VERIFIER_CONFIG with a 'judge' section, or pass judge_url/model")
@@ -176,23 +181,26 @@ class VerifierSession:
                 self._done.popitem(last=False)
 
     async def verify(self, traj: Trajectory, key: str | None = None, *,
-                     deadline: float | None = None) -> Outcome:
+                     deadline: float | None = None, rubric: Any = None) -> Outcome:
         """Verify once per distinct rollout; concurrent and later callers share the outcome.
 
         `key` is `rollout_key(traj)` when the caller already computed it (off the event loop).
         `deadline` (the running loop's `time()`, e.g. the reward batch's end) bounds this caller's
         wait; the verification it starts also stops at ``now + verify_deadline_s``. A shared
         result is given back under this rollout's own `trajectory_id` (the key is its content, and
-        byte-identical copies from two files or rows are still two rollouts).
+        byte-identical copies from two files or rows are still two rollouts). `rubric`: one given
+        with the rollout (a `rubric` column or request field, `rubrics.inline_rubric`), part of the key.
         """
-        return own_outcome(await self._shared(traj, key, deadline), traj)
+        return own_outcome(await self._shared(traj, key, deadline, rubric), traj)
 
-    async def _shared(self, traj: Trajectory, key: str | None, deadline: float | None) -> Outcome:
+    async def _shared(self, traj: Trajectory, key: str | None, deadline: float | None, rubric: Any = None) -> Outcome:
         if key is None:
             try:
                 key = await asyncio.to_thread(rollout_key, traj)  # hashing decodes/encodes images
             except CuaVerifierError as exc:  # e.g. an unreadable screenshot: this rollout only
                 return Outcome(error=exc)
+        if rubric is not None:  # the same rollout against another rubric is another verification
+            key += ":" + hashlib.sha256(json.dumps(rubric, sort_keys=True, default=str).encode()).hexdigest()
         hit = self._cached(key)
         if hit is not None:
             return hit
@@ -206,7 +214,7 @@ class VerifierSession:
         fut = asyncio.get_running_loop().create_future()
         st.inflight[key] = fut
         try:
-            outcome = await self._run(st, traj, self._deadline(deadline))
+            outcome = await self._run(st, traj, self._deadline(deadline), rubric)
         except asyncio.CancelledError:
             fut.cancel()  # followers must not hang
             raise
@@ -235,23 +243,24 @@ class VerifierSession:
         log.warning("rollout of task %s not verified: %s", traj.task.id, err)
         return err
 
-    async def _run(self, st: _LoopState, traj: Trajectory, deadline: float | None) -> Outcome:
+    async def _run(self, st: _LoopState, traj: Trajectory, deadline: float | None, rubric: Any = None) -> Outcome:
         """`_run_now` within `deadline`: judge requests time out by it (`deadline_at`: the breaker
         counts them), and a moment later anything still running is cancelled."""
         limit = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time()) + DEADLINE_GRACE_S
         try:
             with deadline_at(deadline):  # the task wait_for creates copies this context
-                return await asyncio.wait_for(self._run_now(st, traj), limit)
+                return await asyncio.wait_for(self._run_now(st, traj, rubric), limit)
         except TimeoutError:
             if deadline is None or asyncio.get_running_loop().time() < deadline:
                 raise  # not our budget: a TimeoutError the verifier let out (strict mode)
             return Outcome(error=self._late(traj, "before the verification finished"))
 
-    async def _run_now(self, st: _LoopState, traj: Trajectory) -> Outcome:
+    async def _run_now(self, st: _LoopState, traj: Trajectory, rubric: Any = None) -> Outcome:
         async with waited(st.semaphore, self.slot_waits):
             self.runs += 1
             try:
-                result = await self._verify(traj, self._verifier_config, judge=st.judge, cache=self.cache)
+                kwargs = self.rubrics.verify_kwargs(traj.task, inline=rubric, rubric_judge=st.rubric_judge)
+                result = await self._verify(traj, self._verifier_config, judge=st.judge, cache=self.cache, **kwargs)
             except JudgeDeadlineError:
                 return Outcome(error=self._late(traj, "before the verification finished"))
             except CuaVerifierError as exc:

@@ -136,6 +136,15 @@ class RewardSettings(BaseModel):
     none_if_degraded: frozenset[str] = Field(
         default=frozenset({"rescoring", "side_effects"}),
         description="degraded stages whose result is too weak to train on: the reward is None")
+    rubrics: str | None = Field(default=None, description=(
+        "a rubric file (`cua-verifier rubrics`, docs/rubrics.md): each task is scored against its rubric "
+        "there (matched by task id, instruction hash checked) instead of one written per process"))
+    rubrics_only: bool = Field(default=False, description=(
+        "refuse (None / unscored) a rollout whose task has no rubric in the file or its `rubric` column, "
+        "instead of generating one: what training should use, so the reward is stationary"))
+    rubric_judge: dict[str, Any] = Field(default_factory=dict, description=(
+        "JudgeConfig fields of the judge that writes rubrics when no file provides one (e.g. a stronger "
+        "model); the scoring judge's fields fill the rest; empty: the scoring judge writes them"))
     require_screenshots: bool = Field(default=False, description=(
         "refuse a rollout without screenshots (its reward is None) instead of verifying it in "
         "action-only mode on the agent's own account (logged as uv_grounded = 0)"))

@@ -16,6 +16,7 @@ SUBCOMMANDS = [
     "cua_verifier.cli.score_dataset_cmd",
     "cua_verifier.cli.bench_cmd",
     "cua_verifier.cli.calibrate_cmd",
+    "cua_verifier.cli.rubrics_cmd",
     "cua_verifier.cli.view_cmd",
     "cua_verifier.cli.check_judge_cmd",
     "serving.cli",

@@ -88,6 +88,21 @@ def build_config(args: argparse.Namespace) -> Any:
         raise ConfigError(f"invalid verifier configuration: {exc}") from exc
 
 
+def build_rubric_judge(args: argparse.Namespace) -> Any:
+    """The judge that writes the rubrics no file provides, or None (the scoring judge writes them):
+    its `rubric_judge` settings (--rubric-judge-url, --rubric-model) over the scoring judge's."""
+    from verifier.judge import JudgeConfig, make_judge
+
+    settings = getattr(args, "settings", None) or {}
+    if not settings.get("rubric_judge"):
+        return None
+    from ._preflight import check_judge
+
+    judge = make_judge(JudgeConfig.from_env(**{**(settings.get("judge") or {}), **settings["rubric_judge"]}))
+    check_judge(judge)
+    return judge
+
+
 def build_judge(args: argparse.Namespace) -> Any:
     from verifier.judge import JudgeConfig, Sampling, make_judge
 
@@ -105,21 +120,26 @@ def build_judge(args: argparse.Namespace) -> Any:
 
 async def score_all(items: Iterable[Item], out: Path, judge: Any, config: Any, *, concurrency: int = 4,
                     progress: bool = True, none_if_degraded: Collection[str] | None = None,
-                    total: int | None = None, stop: asyncio.Event | None = None) -> dict[str, int]:
+                    total: int | None = None, stop: asyncio.Event | None = None, rubrics: Any = None,
+                    rubric_judge: Any = None) -> dict[str, int]:
     """Score every item whose id is not already scored in `out`; returns this run's counts.
 
+    `rubrics`: a `verifier.rubrics.RubricPlan` (the --rubrics file, --rubrics-only); `rubric_judge`:
+    the judge that writes the rubrics the file does not provide (default: `judge`).
     `none_if_degraded`: the reward's setting (None: its default); such results are `unscored`.
     `total`: the number of items, for the progress bar (`verifier.sources.count`)."""
     from verifier.cache import StageCache
     from verifier.pipeline import verify
     from verifier.records import ResultWriter
+    from verifier.rubrics import RubricPlan
 
     from ._sources import score_items
 
-    writer, cache = ResultWriter(out), StageCache()
+    writer, cache, plan = ResultWriter(out), StageCache(), rubrics or RubricPlan()
 
     async def verify_one(traj: Any) -> Any:
-        return await verify(traj, config, judge=judge, cache=cache)
+        kwargs = plan.verify_kwargs(traj.task, rubric_judge=rubric_judge)
+        return await verify(traj, config, judge=judge, cache=cache, **kwargs)
 
     try:
         if none_if_degraded is None:
@@ -178,19 +198,24 @@ def run(args: argparse.Namespace) -> int:
             require("score on a .parquet file", "bench", "pyarrow")
         config = build_config(args)
         from verifier.records import ResultWriter
+        from verifier.rubrics import RubricPlan
+
+        # checked before anything starts: a bad rubric file scores nothing
+        args.rubric_plan = RubricPlan.of(args.settings.get("rubrics"), bool(args.settings.get("rubrics_only")))
 
         ResultWriter(args.out).check_free()  # before minutes of demo start-up, not after
         if not _judge_configured(args) and not args.no_demo:
             demo = start_demo(args)
         args.demo_judge = demo is not None
         judge = build_judge(args)
+        rubric_judge = build_rubric_judge(args)
     except (ConfigError, JudgeUnavailableError, subprocess.CalledProcessError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         if demo is not None:
             demo.stop()
         return 2
     try:
-        return _score(args, config, judge)
+        return _score(args, config, judge, rubric_judge)
     finally:
         if demo is not None:
             demo.stop()
@@ -199,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
             print(DEMO_WARNING, file=sys.stderr)
 
 
-def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
+def _score(args: argparse.Namespace, config: Any, judge: Any, rubric_judge: Any = None) -> int:
 
     async def main(stop: asyncio.Event) -> dict[str, int]:
         try:
@@ -210,9 +235,12 @@ def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
             return await score_all(items, Path(args.out), judge, config,
                                    concurrency=concurrency_of(args.settings, args),
                                    progress=not args.no_progress, total=total,
-                                   none_if_degraded=none_if_degraded_of(args.settings), stop=stop)
+                                   none_if_degraded=none_if_degraded_of(args.settings), stop=stop,
+                                   rubrics=args.rubric_plan, rubric_judge=rubric_judge)
         finally:
             await judge.aclose()
+            if rubric_judge is not None:
+                await rubric_judge.aclose()
 
     try:
         counts, stopped = run_stoppable(main)
@@ -229,6 +257,7 @@ def _score(args: argparse.Namespace, config: Any, judge: Any) -> int:
               f"{counts['skipped']}{left} -> {args.out}")
     records = ResultWriter(args.out).records()
     print(format_summary(summarize(records)))
+    print(args.rubric_plan.describe())
     if note := missing_instruction_note(records):
         print(note, file=sys.stderr)
     if stopped.exit_status is not None or counts is None:

@@ -109,3 +109,36 @@ def _search_folder(root: Path, task_id: str, domain: str | None) -> dict[str, An
     if not isinstance(data, dict):
         raise TrajectoryError("task config must hold a JSON object", file=str(found))
     return normalise_task_entry(data, file=str(found))
+
+
+#: Keys a trajectory record has and a task-list row does not.
+_RUN_KEYS = ("steps", "actions", "action_history", "screenshots", "trajectory", "messages")
+
+
+def _task_row(row: Any) -> bool:
+    return (isinstance(row, dict) and any(isinstance(row.get(k), (str, int)) for k in _ID_KEYS)
+            and any(isinstance(row.get(k), str) for k in _INSTRUCTION_KEYS) and not any(k in row for k in _RUN_KEYS))
+
+
+def read_task_list(path: str | Path) -> list[dict[str, Any]] | None:
+    """Every task of a plain task list (.tsv, or .json / .jsonl rows with an id and an instruction and
+    no steps), normalised like `lookup_task`'s entries, each with its `id`; None when `path` is not a
+    task list (a trajectory file, a folder): `cua-verifier rubrics` reads tasks from both."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if not p.is_file() or suffix not in (".tsv", ".json", ".jsonl"):
+        return None
+    text = read_text(p, what="task file")
+    if suffix == ".tsv":
+        rows: list[Any] = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
+    elif suffix == ".jsonl":
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        if not first or not _task_row(parse_json(first, file=str(p), what="task file")):
+            return None
+        rows = [obj for _, obj in iter_json_lines(text, file=str(p), what="task file")]
+    else:
+        data = parse_json(text, file=str(p), what="task file")
+        rows = data if isinstance(data, list) else [data]
+    if not rows or not all(_task_row(r) for r in rows):
+        return None
+    return [normalise_task_entry(r, file=str(p)) for r in rows]

@@ -17,8 +17,9 @@ from .format import (
     instruction_sha256,
     rubric_sha256,
 )
+from .plan import RubricPlan
 from .writer import RubricWriter
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "Problem", "RubricBook", "RubricLine", "RubricProvenance", "RubricSource",
+__all__ = ["FORMAT", "FORMAT_VERSION", "Problem", "RubricBook", "RubricLine", "RubricPlan", "RubricProvenance", "RubricSource",
            "RubricWriter", "check_line", "check_lines", "find_rubric", "inline_rubric", "instruction_sha256",
            "load_book", "rubric_sha256"]

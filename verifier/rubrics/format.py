@@ -20,16 +20,16 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..prompts import PromptInfo
 from ..schemas import Rubric
 
-FORMAT = "cua-rubric"
+FORMAT: Final = "cua-rubric"
 #: Bump on any change a reader of an older release could misread (docs/rubrics.md keeps the history).
-FORMAT_VERSION = 1
+FORMAT_VERSION: Final = 1
 SHA256 = r"^[0-9a-f]{64}$"
 
 
