@@ -121,12 +121,19 @@ class _UVReward:
         rows = await asyncio.to_thread(prepare_rows, prompts, completions, kwargs, session.settings.answer_tools,
                                        require_screenshots=session.settings.require_screenshots)
 
-        async def one(row: Any) -> Outcome:
+        # a `rubric` dataset column (a rubric file's line or a bare rubric, docs/rubrics.md) scores each
+        # row against its own rubric: no rubric call, the same rubric on every rank and epoch
+        column = kwargs.get("rubric")
+        given = [r or None for r in column] if column is not None else [None] * len(rows)
+
+        async def one(row: Any, rubric: Any) -> Outcome:
             if isinstance(row, Exception):
                 return Outcome(error=row)
-            return await session.verify(*row, deadline=deadline)
+            if rubric is None:
+                return await session.verify(*row, deadline=deadline)
+            return await session.verify(*row, deadline=deadline, rubric=rubric)
 
-        outcomes = await asyncio.gather(*(one(row) for row in rows))
+        outcomes = await asyncio.gather(*(one(row, rubric) for row, rubric in zip(rows, given, strict=True)))
         weak = [too_degraded(o.result, session.settings.none_if_degraded) if o.ok else [] for o in outcomes]
         rewards = [self.value(o.result) if o.ok and not w else None for o, w in zip(outcomes, weak)]
         reasons = Counter(type(o.error).__name__ for o in outcomes if not o.ok)

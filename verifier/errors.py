@@ -79,8 +79,9 @@ class JudgeUndecidedError(JudgeError):
     unscored, never a failure (an outage is not a verdict)."""
 
 
-class RubricError(CuaVerifierError):
-    """A rubric given as data (a rubric file, a `rubric` column or request field) cannot be used."""
+class RubricError(TrajectoryError):
+    """A rubric given as data (a rubric file, a `rubric` column or request field) cannot be used.
+    Bad input about this rollout's task (the reward service answers 422), never a judge failure."""
 
 
 class RubricFileError(RubricError, ConfigError):

@@ -90,7 +90,7 @@ class _LoopState:
 
     def __init__(self, session: VerifierSession) -> None:
         self.judge = session.build_judge()
-        self.rubric_judge = session.build_judge(rubric=True) if session.settings.rubric_judge else None
+        self.rubric_judge = session.build_rubric_judge() if session.settings.rubric_judge else None
         self.semaphore = asyncio.Semaphore(session.settings.max_concurrency)
         self.inflight: dict[str, asyncio.Future] = {}
 
@@ -127,12 +127,18 @@ class VerifierSession:
         except ValueError as exc:
             raise ConfigError(f"invalid verifier settings: {exc}") from exc
 
-    def build_judge(self, *, rubric: bool = False) -> Any:
-        """A judge for the current loop: the custom factory, else `make_judge(JudgeConfig(...))`.
-        `rubric`: the rubric judge (`settings.rubric_judge` over the scoring judge's fields)."""
-        if self.settings.judge_factory is not None and not rubric:
+    def build_judge(self) -> Any:
+        """A judge for the current loop: the custom factory, else `make_judge(JudgeConfig(...))`."""
+        if self.settings.judge_factory is not None:
             return resolve(self.settings.judge_factory)()
-        judge_cfg = {**self.settings.judge, **self.settings.rubric_judge} if rubric else self.settings.judge
+        return self._judge_from(self.settings.judge)
+
+    def build_rubric_judge(self) -> Any:
+        """The judge that writes rubrics no file provides: `settings.rubric_judge` over the scoring
+        judge's fields (a stronger model, its own URL)."""
+        return self._judge_from({**self.settings.judge, **self.settings.rubric_judge})
+
+    def _judge_from(self, judge_cfg: dict[str, Any]) -> Any:
         if not judge_cfg.get("base_urls") or not judge_cfg.get("model"):
             raise ConfigError("no judge configured: set CUA_JUDGE_URL and CUA_JUDGE_MODEL, or "
                               "CUA_VERIFIER_CONFIG with a 'judge' section, or pass judge_url/model")

@@ -83,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise ConfigError(f"invalid verifier configuration: {exc}") from exc
         cases = load_suite(args.suite, only=args.only)
+        from verifier.rubrics import RubricPlan
+
+        args.rubric_plan = RubricPlan.of(args.settings.get("rubrics"), bool(args.settings.get("rubrics_only")))
         configured = (args.settings.get("judge") or {}).get("base_urls") or os.environ.get("CUA_JUDGE_URL")
         if args.adversarial:
             from verifier.testing.lenient_judge import LenientJudgeServer
@@ -93,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
         elif not configured and not args.no_demo:
             demo = _start_demo()
         judge = _judge(args, demo)
+        from .score_cmd import build_rubric_judge
+
+        args.rubric_judge = build_rubric_judge(args)
     except (ConfigError, SuiteError, JudgeUnavailableError, subprocess.CalledProcessError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         if demo is not None:
@@ -120,6 +126,8 @@ def _calibrate(args: argparse.Namespace, cases: list, config: Any, judge: Any, c
 
     from .score_cmd import none_if_degraded_of
 
+    rubrics, rubric_judge = args.rubric_plan, getattr(args, "rubric_judge", None)
+
     done, unscored = [0], [0]
     per_case = bool(getattr(args, "verbose", 0)) and not args.no_progress  # -v: a line per case instead
     bar = tqdm(total=len(cases), desc="calibrate", unit="case", dynamic_ncols=True,
@@ -136,10 +144,13 @@ def _calibrate(args: argparse.Namespace, cases: list, config: Any, judge: Any, c
 
     async def main() -> list:
         try:
-            return await run_suite(cases, judge=judge, config=config, concurrency=concurrency, on_done=progress)
+            return await run_suite(cases, judge=judge, config=config, concurrency=concurrency, on_done=progress,
+                                   rubrics=rubrics, rubric_judge=rubric_judge)
         finally:
             bar.close()
             await judge.aclose()
+            if rubric_judge is not None:
+                await rubric_judge.aclose()
 
     t0 = time.perf_counter()
     runs = asyncio.run(main())

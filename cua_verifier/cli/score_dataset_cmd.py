@@ -181,6 +181,9 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
         check_dependencies(args)
         check_publish_args(args)
         settings = settings or build_settings(args)
+        from verifier.rubrics import RubricPlan
+
+        rubrics = RubricPlan.of(settings.rubrics, settings.rubrics_only)  # a bad file scores nothing
         if getattr(args, "ray", None) is not None:
             from verifier.distributed.ray_backend import score_on_ray
 
@@ -202,6 +205,7 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
         return 2
     c = summary["this_run"]
     _print_summary(summary, args.out)
+    print(rubrics.describe())
     if published:
         print(f"scored dataset: {published['rows']} rows -> {published.get('folder') or published.get('pushed')}")
     return exit_status(c)

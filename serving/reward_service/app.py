@@ -201,7 +201,7 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
     async def verify(request: Request) -> Any:
         decoded = DecodedImages()
         body = await read_model(request, VerifyRequest, decoded)
-        (item,) = await service.verify_records([body.trajectory], body.deadline_s, decoded)
+        (item,) = await service.verify_records([body.trajectory], body.deadline_s, decoded, [body.rubric])
         if item.status == "scored":
             return JSONResponse(item.result)
         return _error(item.http_status, item.error_type or "error", item.reason or "",
@@ -214,7 +214,7 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         if len(body.trajectories) > min(config.max_batch, config.queue_size):
             return _error(413, "too_large", f"batch of {len(body.trajectories)} over --max-batch "
                           f"{config.max_batch} / --queue-size {config.queue_size}")
-        items = await service.verify_records(body.trajectories, body.deadline_s, decoded)
+        items = await service.verify_records(body.trajectories, body.deadline_s, decoded, body.rubrics)
         return BatchResponse(results=items).model_dump()
 
     @app.post("/v1/openrlhf")

@@ -57,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         settings = RewardSettings.from_env(**settings_overrides(args))
+        from verifier.rubrics import load_book
+
+        if settings.rubrics:  # checked now: a bad rubric file stops the server before it listens
+            load_book(settings.rubrics)
         if "max_concurrency" not in settings.model_fields_set:
             settings = settings.model_copy(update={"max_concurrency": args.default_concurrency})
         config = ServiceConfig(host=args.host, port=args.port, api_key_env=args.api_key_env,

@@ -160,14 +160,18 @@ class RewardService:
 
     # ---- work ---------------------------------------------------------------------------------
     async def verify_records(self, records: list[dict[str, Any]], deadline_s: float | None,
-                             decoded: DecodedImages | None = None) -> list[ItemResult]:
-        """Admit, parse and verify `records` together; one `ItemResult` each, in order."""
+                             decoded: DecodedImages | None = None,
+                             rubrics: list[Any] | None = None) -> list[ItemResult]:
+        """Admit, parse and verify `records` together; one `ItemResult` each, in order. `rubrics`: the
+        request's rubric per record (None: the --rubrics file's, or a generated one)."""
         self.admit(len(records))
         timeout = self.config.deadline(deadline_s)
-        return list(await asyncio.gather(*(self._one(rec, k, timeout, decoded) for k, rec in enumerate(records))))
+        given = rubrics or [None] * len(records)
+        return list(await asyncio.gather(*(self._one(rec, k, timeout, decoded, given[k])
+                                           for k, rec in enumerate(records))))
 
     async def _one(self, record: dict[str, Any], k: int, timeout: float,
-                   decoded: DecodedImages | None = None) -> ItemResult:
+                   decoded: DecodedImages | None = None, rubric: Any = None) -> ItemResult:
         """One rollout's answer. Its admission slot is released on every way out (`finally`): once
         the verification task owns it, by that task's end; otherwise here, whatever was raised."""
         started, handed_over = time.monotonic(), False
@@ -180,7 +184,8 @@ class RewardService:
             except (ValueError, TypeError, OSError, RecursionError) as exc:  # bad input no check named
                 return self._answer(Outcome(error=TrajectoryError(
                     f"invalid trajectory: {type(exc).__name__}: {exc}", file=f"trajectories[{k}]")))
-            task = asyncio.ensure_future(self.session.verify(traj))
+            task = asyncio.ensure_future(self.session.verify(traj, rubric=rubric) if rubric is not None
+                                         else self.session.verify(traj))
             self.tasks.add(task)
             task.add_done_callback(lambda t: (self.tasks.discard(t), self.queue.release(1, started=started),
                                               self.idle.ended()))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class VerifyRequest(BaseModel):
@@ -17,6 +17,8 @@ class VerifyRequest(BaseModel):
 
     trajectory: dict[str, Any] = Field(description="a native trajectory record (Trajectory JSON)")
     deadline_s: float | None = Field(default=None, gt=0, description="seconds this request may take")
+    rubric: dict[str, Any] | None = Field(default=None, description=(
+        "the rubric to score against: a rubric file's line or a bare rubric (docs/rubrics.md); wins over --rubrics"))
 
 
 class BatchRequest(BaseModel):
@@ -24,6 +26,15 @@ class BatchRequest(BaseModel):
 
     trajectories: list[dict[str, Any]] = Field(min_length=1)
     deadline_s: float | None = Field(default=None, gt=0)
+    rubrics: list[dict[str, Any] | None] | None = Field(default=None, description=(
+        "one rubric (or null) per trajectory, in order, as VerifyRequest.rubric"))
+
+    @model_validator(mode="after")
+    def _one_rubric_each(self) -> BatchRequest:
+        if self.rubrics is not None and len(self.rubrics) != len(self.trajectories):
+            raise ValueError(f"rubrics: {len(self.rubrics)} given for {len(self.trajectories)} trajectories "
+                             "(one each, or null)")
+        return self
 
 
 class ItemResult(BaseModel):

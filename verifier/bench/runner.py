@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import CuaVerifierError, TrajectoryError
 from ..records import ResultWriter, ScoreRecord, result_field
+from ..rubrics import sources_line
 from .dataset import REVISION, BenchTask, iter_annotation_labels
 from .labels import HumanLabels, Verdict, agreement_table
 from .metrics import InterAnnotator, inter_annotator
@@ -182,6 +183,11 @@ def report_inputs(out: Path, *, threshold: float = 0.8, n_boot: int = 1000, seed
     notes = [f"data: microsoft/CUAVerifierBench@{meta.revision} ({meta.source}), {len(meta.labels)} tasks",
              "stored verdicts are the ones published in the dataset; the others were scored in this run",
              "the baselines give an outcome verdict only, so they have no process rows"]
+    for name in names:  # which rubrics each verifier's results were scored against (issue 36 §5)
+        used = sources_line(result_field(r.result_dict(), "rubric_source")
+                            for r in ResultWriter(results_path(out, name)).records() if r.status == "scored")
+        if used:
+            notes.append(f"{name} {used}")
     return ReportInputs(split=meta.split, threshold=threshold, n_boot=n_boot, seed=seed, rows=rows,
                         verdicts=verdicts, labels=meta.labels, usage=usage, taxonomy=taxonomy,
                         inter_annotator=meta.inter_annotator, notes=notes)

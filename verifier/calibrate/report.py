@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from ..records import degraded_reason, degraded_stages
 from ..result import VerificationResult
+from ..rubrics import sources_line
 from .rules import RULES
 from .runner import CaseRun
 from .suite import Case
@@ -124,6 +125,9 @@ class CalibrationReport(BaseModel):
     adversarial: bool = False
     """True when the judge was the adversarial lenient judge (every verdict the judge's is a yes)."""
     wall_s: float = 0.0
+    rubrics: str = ""
+    """Which rubrics the cases were scored against (`rubrics.sources_line`): a rubric file's path and
+    hash, the generating model, or the cases' own."""
 
 
 def diagnosis_codes(result: VerificationResult) -> list[str]:
@@ -215,7 +219,7 @@ def build_report(cases: Sequence[Case], runs: Sequence[CaseRun], *, suite: str =
     return CalibrationReport(suite=suite, judge_model=judge_model, demo_judge=demo_judge, selected_rules=selected,
                              outcome=rates(verdicts), rules=[rule_report(r, verdicts) for r in order],
                              cases=verdicts, code_vetoes=code_vetoes(verdicts), adversarial=adversarial,
-                             wall_s=wall_s)
+                             wall_s=wall_s, rubrics=sources_line(r.result.rubric_source for r in runs if r.result))
 
 
 def _tf(values: Sequence[bool | None]) -> str:
@@ -256,6 +260,8 @@ def format_report(report: CalibrationReport) -> str:
     who = "under the adversarial lenient judge, " if report.adversarial else ""
     lines.append(f"code vetoes: {who}code failed {c.failures_caught} of {c.failures} expected failures "
                  f"and {c.successes_vetoed} of {c.successes} expected successes")
+    if report.rubrics:
+        lines.append(report.rubrics)
     off = [v for v in report.cases if v.status != "scored"]
     for v in off:
         lines.append(f"  {v.status}: {v.case}: {(v.error or '')[:160]}")

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -19,6 +20,7 @@ from ..config import VerifierConfig
 from ..errors import CuaVerifierError
 from ..judge.base import Judge
 from ..result import VerificationResult
+from ..rubrics import RubricPlan
 from .suite import Case
 
 log = logging.getLogger(__name__)
@@ -35,7 +37,10 @@ class CaseRun(BaseModel):
     wall_s: float = 0.0
 
 
-async def run_case(case: Case, *, judge: Judge, config: VerifierConfig, cache: StageCache) -> CaseRun:
+async def run_case(case: Case, *, judge: Judge, config: VerifierConfig, cache: StageCache,
+                   rubrics: RubricPlan | None = None, rubric_judge: Judge | None = None) -> CaseRun:
+    """One case verified. A case's own rubric (its `expected.json` names one) is part of the case and
+    wins; otherwise `rubrics` (--rubrics / --rubrics-only) and the rubric judge decide."""
     from ..pipeline import verify
 
     if case.unavailable:
@@ -43,7 +48,9 @@ async def run_case(case: Case, *, judge: Judge, config: VerifierConfig, cache: S
     t0 = time.perf_counter()
     try:
         traj = await asyncio.to_thread(case.load)
-        result = await verify(traj, config, judge=judge, cache=cache, rubric=case.provided_rubric)
+        kwargs: dict[str, Any] = ({"rubric": case.provided_rubric} if case.provided_rubric is not None else
+                        (rubrics or RubricPlan()).verify_kwargs(traj.task, rubric_judge=rubric_judge))
+        result = await verify(traj, config, judge=judge, cache=cache, **kwargs)
     except CuaVerifierError as exc:
         return CaseRun(case=case.name, error=f"{type(exc).__name__}: {exc}"[:2000],
                        wall_s=time.perf_counter() - t0)
@@ -51,7 +58,8 @@ async def run_case(case: Case, *, judge: Judge, config: VerifierConfig, cache: S
 
 
 async def run_suite(cases: Sequence[Case], *, judge: Judge, config: VerifierConfig | None = None,
-                    concurrency: int = 4, on_done: Callable[[CaseRun], None] | None = None) -> list[CaseRun]:
+                    concurrency: int = 4, on_done: Callable[[CaseRun], None] | None = None,
+                    rubrics: RubricPlan | None = None, rubric_judge: Judge | None = None) -> list[CaseRun]:
     """One `CaseRun` per case, in the order of `cases`; at most `concurrency` verifications at once."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -60,7 +68,8 @@ async def run_suite(cases: Sequence[Case], *, judge: Judge, config: VerifierConf
 
     async def one(case: Case) -> CaseRun:
         async with gate:
-            run = await run_case(case, judge=judge, config=cfg, cache=cache)
+            run = await run_case(case, judge=judge, config=cfg, cache=cache, rubrics=rubrics,
+                                 rubric_judge=rubric_judge)
         if run.error:
             log.warning("calibration case %s not scored: %s", case.name, run.error)
         if on_done is not None:

@@ -16,10 +16,11 @@ from .format import (
     RubricSource,
     instruction_sha256,
     rubric_sha256,
+    sources_line,
 )
 from .plan import RubricPlan
 from .writer import RubricWriter
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Problem", "RubricBook", "RubricLine", "RubricPlan", "RubricProvenance", "RubricSource",
            "RubricWriter", "check_line", "check_lines", "find_rubric", "inline_rubric", "instruction_sha256",
-           "load_book", "rubric_sha256"]
+           "load_book", "rubric_sha256", "sources_line"]
