@@ -50,5 +50,11 @@ def test_served_reward_scores_against_the_file_and_the_request_field(tmp_path):
 def test_a_bad_rubric_file_stops_the_server_before_it_listens(tmp_path):
     bad = tmp_path / "rubrics.jsonl"
     bad.write_text('{"task_id": "t"}\n')
-    with LoopbackJudge() as judge, pytest.raises(RuntimeError, match="rubrics.jsonl:1"):
-        Service(judge.url, "--rubrics", str(bad))
+    import subprocess
+
+    from service_helpers import env
+
+    cmd = [sys.executable, "-c", "from cua_verifier.cli import main; raise SystemExit(main())", "serve-reward",
+           "--port", "0", "--judge-url", "http://127.0.0.1:9/v1", "--model", "echo", "--rubrics", str(bad)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=120)
+    assert done.returncode == 2 and "rubrics.jsonl:1: task 't' field" in done.stderr
