@@ -21,7 +21,8 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("results", metavar="RESULTS", help="results JSONL written by score / score-dataset")
+    p.add_argument("results", metavar="RESULTS",
+                   help="results JSONL written by score / score-dataset, or a rubric file (a page per task)")
     p.add_argument(
         "--trajectories",
         action="append",
@@ -36,8 +37,13 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from verifier.viewer import build_site
+    from verifier.viewer.rubric_site import build_rubric_site, is_rubric_file
 
     try:
+        if is_rubric_file(args.results):  # a rubric file (`cua-verifier rubrics`): a page per task
+            stats = build_rubric_site(args.results, args.out, title=args.title)
+            print(f"{stats.rollouts} task rubrics, {stats.pages} pages -> {stats.out / 'index.html'}")
+            return 0
         stats = build_site(args.results, args.out, trajectories=args.trajectories, title=args.title)
     except FileNotFoundError as exc:
         print(f"error: {exc}")

@@ -54,11 +54,12 @@ KNOWN_FIELDS = {
     "permission_overruled",
     "overruled",
     "truncated",
+    "rubric_source",
 }
 #: Fields that say what the judge was shown and allowed (schema 1.2), and what code overruled or
 #: found cut in its replies (1.3); listed in their own section.
 SHOWN_FIELDS = ("permission_profile", "permission_overruled", "history", "truncations", "unsupported_claims",
-                "overruled", "truncated")
+                "overruled", "truncated", "rubric_source")
 KNOWN_CRITERION_FIELDS = {
     "id",
     "name",

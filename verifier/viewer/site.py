@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import ResultWriter, ScoreRecord, summarize
+from ..rubrics import RubricSource
 from . import svg
 from .images import ImageStore
 from .pages import index_row, pretty, rollout_view
@@ -63,11 +64,12 @@ def build_site(
     store = ImageStore(out)
     finder = TrajectoryFinder([Path(p) for p in trajectories], bases=[results.parent])
     rows = []
+    shared = comparable_notes(records)
     for rec in records:
         rel = f"r/{slug(str(rec.get('id')))}.html"
         stats.links[str(rec.get("id"))] = rel
         rows.append(index_row(rec, rel))
-        _rollout_page(rec, out / rel, finder, store, stats)
+        _rollout_page(rec, out / rel, finder, store, stats, shared.get(str(rec.get("id")), []))
     scored = [r for r in rows if r["status"] == "scored"]
     summary = summarize(objs)
     n_success = sum(1 for r in scored if r["outcome"])
@@ -110,10 +112,41 @@ def build_site(
     return stats
 
 
+def comparable_notes(records: Sequence[dict]) -> dict[str, list[str]]:
+    """Per record id, what its page says about its rubric (issue 36 §5): where it came from, which
+    other results share its task *and* rubric (comparable scores), and which scored the same task
+    against another rubric (not comparable)."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for rec in records:
+        res = rec.get("result") or {}
+        src = res.get("rubric_source") or {}
+        if res.get("task_id") and src.get("rubric_sha256"):
+            groups.setdefault(res["task_id"], {}).setdefault(src["rubric_sha256"], []).append(str(rec.get("id")))
+    out: dict[str, list[str]] = {}
+    for rec in records:
+        res = rec.get("result") or {}
+        src = res.get("rubric_source") or {}
+        if not src.get("rubric_sha256"):
+            continue
+        rid, by_rubric = str(rec.get("id")), groups.get(res.get("task_id"), {})
+        same = [x for x in by_rubric.get(src["rubric_sha256"], []) if x != rid]
+        other = [x for h, ids in by_rubric.items() if h != src["rubric_sha256"] for x in ids]
+        notes = [f"rubric: {RubricSource.model_validate(src).label()}, sha256 {src['rubric_sha256'][:12]}"]
+        if same:
+            notes.append(f"same task and rubric as {len(same)} other result(s) ({', '.join(same[:5])}"
+                         f"{' ...' if len(same) > 5 else ''}): their scores are comparable")
+        if other:
+            notes.append(f"the same task was scored against another rubric in {len(other)} result(s) "
+                         f"({', '.join(other[:5])}): not comparable score for score")
+        out[rid] = notes
+    return out
+
+
 def _rollout_page(
-    rec: dict, path: Path, finder: TrajectoryFinder, store: ImageStore, stats: SiteStats
+    rec: dict, path: Path, finder: TrajectoryFinder, store: ImageStore, stats: SiteStats,
+    rubric_notes: Sequence[str] = (),
 ) -> None:
-    notes: list[str] = []
+    notes: list[str] = list(rubric_notes)
     try:
         traj, why = finder.find(rec)
         if why:
