@@ -128,7 +128,7 @@ def comparable_notes(records: Sequence[dict]) -> dict[str, list[str]]:
         src = res.get("rubric_source") or {}
         if not src.get("rubric_sha256"):
             continue
-        rid, by_rubric = str(rec.get("id")), groups.get(res.get("task_id"), {})
+        rid, by_rubric = str(rec.get("id")), groups.get(str(res.get("task_id")), {})
         same = [x for x in by_rubric.get(src["rubric_sha256"], []) if x != rid]
         other = [x for h, ids in by_rubric.items() if h != src["rubric_sha256"] for x in ids]
         notes = [f"rubric: {RubricSource.model_validate(src).label()}, sha256 {src['rubric_sha256'][:12]}"]
