@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: give SOURCE... and --out FILE (or --check FILE)", file=sys.stderr)
         return 2
     from verifier.config import VerifierConfig
-    from verifier.rubrics import RubricWriter
+    from verifier.rubrics import RubricWriter, instruction_sha256
     from verifier.sources.tasks import distinct_tasks
 
     from .score_cmd import build_judge
@@ -78,9 +78,12 @@ def run(args: argparse.Namespace) -> int:
         config = VerifierConfig(**verifier)
         concurrency = concurrency_of(args.settings, args)
         writer = RubricWriter(args.out)
-        done = writer.done_task_ids()  # takes the lock: a second run on --out stops here
+        done = writer.written()  # takes the lock: a second run on --out stops here
         tasks, problems = distinct_tasks(args.paths, {"task_file": args.task_file} if args.task_file else None)
         todo = [t for t in tasks if t.id not in done]
+        problems += [f"task {t.id!r}: {args.out} holds a rubric for another instruction (sha256 {done[t.id][:16]}, "
+                     f"this one {instruction_sha256(t.instruction)[:16]}): remove its line to write it again"
+                     for t in tasks if t.id in done and done[t.id] != instruction_sha256(t.instruction)]
         judge = build_judge(args) if todo else None
     except (ConfigError, JudgeUnavailableError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -56,6 +56,10 @@ def test_one_rubric_per_task_resumable_exactly_once(tmp_path, writers):
     assert main(["rubrics", str(tasks), "--out", str(out), "--no-progress", *JUDGE]) == 0
     assert len(writers) == 2  # nothing left to write: no judge built
     assert main(["rubrics", "--check", str(out)]) == 0
+    # an instruction edited in the data after its rubric was written: reported, not silently kept
+    tasks.write_text(tasks.read_text().replace("Find item 1", "Find item one"))
+    assert main(["rubrics", str(tasks), "--out", str(out), "--no-progress", *JUDGE]) == 3
+    assert len(lines(out)) == 3
 
 
 def test_trajectories_give_their_tasks(tmp_path, writers):

@@ -25,13 +25,13 @@ class RubricWriter(ResultWriter):
         fh.flush()
         os.fsync(fh.fileno())
 
-    def done_task_ids(self) -> set[str]:
-        """Task ids already written (takes the lock first, like `ResultWriter.done_ids`). A line
-        that does not check is not counted: its task is written again."""
+    def written(self) -> dict[str, str]:
+        """Task id -> instruction sha256 of the rubrics already written (takes the lock first, like
+        `ResultWriter.done_ids`). A line that does not check is not counted: its task is written again."""
         self._open()
-        done: set[str] = set()
+        done: dict[str, str] = {}
         for n, data in self._numbered_lines():
             line, _ = check_line(json.dumps(data), n)
             if line is not None:
-                done.add(line.task_id)
+                done.setdefault(line.task_id, line.instruction_sha256)
         return done
