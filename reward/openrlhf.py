@@ -115,6 +115,14 @@ def records_from_request(queries: Sequence[str], prompts: Sequence[str] | None,
     return out
 
 
+def rubrics_from_labels(labels: Sequence[Any] | None, n: int) -> list[Any] | None:
+    """Per row, the rubric its label carries (``{"instruction": ..., "rubric": ...}``: a rubric file's
+    line or a bare rubric, docs/rubrics.md), or None; None when no row carries one."""
+    got = [(_label(labels[i]) if labels and i < len(labels) else None) for i in range(n)]
+    rubrics = [x.get("rubric") if isinstance(x, dict) else None for x in got]
+    return rubrics if any(r is not None for r in rubrics) else None
+
+
 def ungrounded(record: dict[str, Any] | Exception) -> dict[str, Any] | Exception:
     """The record, or the refusal when it has no screenshots (`require_screenshots`)."""
     return ungrounded_error() if isinstance(record, dict) and not record.get("screenshots") else record

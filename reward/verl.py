@@ -57,6 +57,8 @@ def _request(solution_str: str, ground_truth: Any, extra_info: dict | None,
         label = {"trajectory": plain(extra_info["trajectory"])}
     if isinstance(label, list) and len(label) == 1:
         label = label[0]  # a one-element array around the task
+    if extra_info and extra_info.get("rubric") is not None:  # the row's rubric (docs/rubrics.md)
+        label = {**(label if isinstance(label, dict) else {"instruction": label}), "rubric": plain(extra_info["rubric"])}
     body = {"query": [solution_str], "prompts": [""],
             "labels": [label if isinstance(label, str) else json.dumps(label)]}
     reward = options.get("reward") or os.environ.get("CUA_VERL_REWARD", "combined")

@@ -224,7 +224,13 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         (a number by default: OpenRLHF swallows errors, see reward.openrlhf). Bad input is 422,
         which OpenRLHF does not retry; a verifier failure on valid rows is 502."""
         body = await read_model(request, OpenRLHFRequest)
-        from reward.openrlhf import DEFAULT_ON_FAILURE, records_from_request, rewards_from_items, ungrounded
+        from reward.openrlhf import (
+            DEFAULT_ON_FAILURE,
+            records_from_request,
+            rewards_from_items,
+            rubrics_from_labels,
+            ungrounded,
+        )
 
         if len(body.query) > min(config.max_batch, config.queue_size):
             return _error(413, "too_large", f"batch of {len(body.query)} over --max-batch {config.max_batch}")
@@ -232,7 +238,9 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         if require_screenshots or settings.require_screenshots:
             records = [ungrounded(r) for r in records]
         good = [r for r in records if isinstance(r, dict)]
-        scored = iter(await service.verify_records(good, None) if good else [])
+        given = rubrics_from_labels(body.labels, len(records))  # a label's rubric (docs/rubrics.md)
+        rubrics = [g for g, r in zip(given, records, strict=True) if isinstance(r, dict)] if given else None
+        scored = iter(await service.verify_records(good, None, None, rubrics) if good else [])
         items = [(next(scored) if isinstance(r, dict) else service.answer_error(r)).model_dump() for r in records]
         try:
             return rewards_from_items(items, kind=reward, on_failure=on_failure or DEFAULT_ON_FAILURE,

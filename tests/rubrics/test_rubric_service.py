@@ -44,7 +44,20 @@ def test_served_reward_scores_against_the_file_and_the_request_field(tmp_path):
         inline = httpx.post(f"{svc.url}/v1/verify", json=body, timeout=120)
         assert inline.status_code == 200, inline.text
         assert inline.json()["rubric_source"]["kind"] == "inline"
+        # OpenRLHF's body (and verl's, through reward.verl): the label carries the task and its rubric
+        label = {"task_id": "task-b", "instruction": in_body["instruction"], "rubric": in_body}
+        rl = httpx.post(f"{svc.url}/v1/openrlhf?on_failure=error", timeout=120,
+                        json={"query": ["the hours are 9-5"], "prompts": [""], "labels": [json.dumps(label)]})
+        assert rl.status_code == 200, rl.text
+        assert rl.json()["extra_logs"]["uv_unscored"] == [0.0]
         assert judge.rubric_calls == 0
+
+
+def test_verl_puts_the_rows_rubric_in_its_label():
+    from reward.verl import _request
+
+    body, _ = _request("answer", "Find the hours", {"rubric": {"criteria": []}}, {})
+    assert json.loads(body["labels"][0]) == {"instruction": "Find the hours", "rubric": {"criteria": []}}
 
 
 def test_a_bad_rubric_file_stops_the_server_before_it_listens(tmp_path):
