@@ -201,7 +201,8 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
     async def verify(request: Request) -> Any:
         decoded = DecodedImages()
         body = await read_model(request, VerifyRequest, decoded)
-        (item,) = await service.verify_records([body.trajectory], body.deadline_s, decoded, [body.rubric])
+        given = {"rubrics": [body.rubric]} if body.rubric is not None else {}  # docs/rubrics.md
+        (item,) = await service.verify_records([body.trajectory], body.deadline_s, decoded, **given)
         if item.status == "scored":
             return JSONResponse(item.result)
         return _error(item.http_status, item.error_type or "error", item.reason or "",
@@ -214,7 +215,8 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         if len(body.trajectories) > min(config.max_batch, config.queue_size):
             return _error(413, "too_large", f"batch of {len(body.trajectories)} over --max-batch "
                           f"{config.max_batch} / --queue-size {config.queue_size}")
-        items = await service.verify_records(body.trajectories, body.deadline_s, decoded, body.rubrics)
+        given = {"rubrics": body.rubrics} if body.rubrics is not None else {}
+        items = await service.verify_records(body.trajectories, body.deadline_s, decoded, **given)
         return BatchResponse(results=items).model_dump()
 
     @app.post("/v1/openrlhf")
@@ -238,9 +240,9 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         if require_screenshots or settings.require_screenshots:
             records = [ungrounded(r) for r in records]
         good = [r for r in records if isinstance(r, dict)]
-        given = rubrics_from_labels(body.labels, len(records))  # a label's rubric (docs/rubrics.md)
-        rubrics = [g for g, r in zip(given, records, strict=True) if isinstance(r, dict)] if given else None
-        scored = iter(await service.verify_records(good, None, None, rubrics) if good else [])
+        labelled = rubrics_from_labels(body.labels, len(records))  # a label's rubric (docs/rubrics.md)
+        given = {"rubrics": [g for g, r in zip(labelled, records, strict=True) if isinstance(r, dict)]} if labelled else {}
+        scored = iter(await service.verify_records(good, None, **given) if good else [])
         items = [(next(scored) if isinstance(r, dict) else service.answer_error(r)).model_dump() for r in records]
         try:
             return rewards_from_items(items, kind=reward, on_failure=on_failure or DEFAULT_ON_FAILURE,

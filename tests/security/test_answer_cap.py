@@ -48,7 +48,7 @@ async def test_judge_receives_the_capped_answer_and_the_result_records_the_cut(c
         assert TAIL in t and "chars cut" in t and len(t) < limit + 20_000
     assert [(x.field, x.original_chars) for x in res.truncations] == [("final_answer", len(BIG))]
     assert res.truncations[0].kept_chars <= limit + 40
-    assert res.schema_version == RESULT_SCHEMA_VERSION == "1.3"
+    assert res.schema_version == RESULT_SCHEMA_VERSION == "1.4"
     back = VerificationResult.model_validate_json(res.model_dump_json())
     assert back.truncations == res.truncations
 
