@@ -201,7 +201,7 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
     async def verify(request: Request) -> Any:
         decoded = DecodedImages()
         body = await read_model(request, VerifyRequest, decoded)
-        given = {"rubrics": [body.rubric]} if body.rubric is not None else {}  # docs/rubrics.md
+        given: dict[str, Any] = {"rubrics": [body.rubric]} if body.rubric is not None else {}  # docs/rubrics.md
         (item,) = await service.verify_records([body.trajectory], body.deadline_s, decoded, **given)
         if item.status == "scored":
             return JSONResponse(item.result)
@@ -215,8 +215,8 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         if len(body.trajectories) > min(config.max_batch, config.queue_size):
             return _error(413, "too_large", f"batch of {len(body.trajectories)} over --max-batch "
                           f"{config.max_batch} / --queue-size {config.queue_size}")
-        given = {"rubrics": body.rubrics} if body.rubrics is not None else {}
-        items = await service.verify_records(body.trajectories, body.deadline_s, decoded, **given)
+        given_all: dict[str, Any] = {"rubrics": body.rubrics} if body.rubrics is not None else {}
+        items = await service.verify_records(body.trajectories, body.deadline_s, decoded, **given_all)
         return BatchResponse(results=items).model_dump()
 
     @app.post("/v1/openrlhf")
@@ -241,7 +241,8 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
             records = [ungrounded(r) for r in records]
         good = [r for r in records if isinstance(r, dict)]
         labelled = rubrics_from_labels(body.labels, len(records))  # a label's rubric (docs/rubrics.md)
-        given = {"rubrics": [g for g, r in zip(labelled, records, strict=True) if isinstance(r, dict)]} if labelled else {}
+        given: dict[str, Any] = (
+            {"rubrics": [g for g, r in zip(labelled, records, strict=True) if isinstance(r, dict)]} if labelled else {})
         scored = iter(await service.verify_records(good, None, **given) if good else [])
         items = [(next(scored) if isinstance(r, dict) else service.answer_error(r)).model_dump() for r in records]
         try:
