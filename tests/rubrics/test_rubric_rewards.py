@@ -26,11 +26,8 @@ JUDGES: list[ScriptedJudge] = []
 
 def stochastic_judge() -> ScriptedJudge:
     """judge_factory: a fresh judge per session whose rubric changes with each call (shared counter)."""
-    two = {"reality_notes": [], "items": []}
-
     def rescore(_m, o):
-        return {**two, "reality_notes": [{"criterion_id": c, "note": "none"} for c in o.expected_ids],
-                "items": [{"criterion_id": c, "evidence_tag": "consistent", "justification": "j",
+        return {"items": [{"criterion_id": c, "evidence_tag": "consistent", "justification": "j",
                            "credit_basis": "evidence", "earned": 2} for c in o.expected_ids]}
     JUDGES.append(ScriptedJudge({"rubric": counter_rubric(CALLS), "rescoring": rescore}))
     return JUDGES[-1]

@@ -52,7 +52,7 @@ def noisy_judge(seed: int, score_noise: float = 0.05) -> ScriptedJudge:
             earned = min(24.0, max(0.0, round(2 * (quality * 6 + rng.gauss(0, score_noise * 6))) / 2))
             items.append({"criterion_id": c, "evidence_tag": "consistent", "justification": "drawn",
                           "credit_basis": "evidence", "earned": earned})
-        return {"reality_notes": [{"criterion_id": c, "note": "none"} for c in o.expected_ids], "items": items}
+        return {"items": items}
 
     return ScriptedJudge({"rubric": rubric, "rubric_audit": rubric, "rescoring": rescore}, model=f"noisy-{seed}")
 
