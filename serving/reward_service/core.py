@@ -19,6 +19,7 @@ from typing import Any
 from verifier.errors import (
     CuaVerifierError,
     JudgeCircuitOpenError,
+    JudgeDeadlineError,
     JudgeError,
     JudgeUnavailableError,
     ScreenshotError,
@@ -40,6 +41,10 @@ from .models import ItemResult
 from .queue import AdmissionQueue
 
 log = logging.getLogger(__name__)
+
+#: Retry-After (seconds) of a 503 for a judge outage the breaker has not opened on yet: the request
+#: already paid the judge client's retry ladder, so the judge may well be back a moment later.
+OUTAGE_RETRY_AFTER_S = 2
 
 
 class Refused(Exception):
@@ -113,9 +118,15 @@ def _verify_and_drop(shot: Screenshot) -> None:
 
 
 def status_of(error: BaseException) -> int:
+    """The HTTP status of a rollout's failure. A judge outage (refused or reset connections,
+    timeouts, 5xx, malformed 200s that outlived the judge client's retries, or an open circuit) is
+    503 with a Retry-After, which every client of the service retries within its deadline: it says
+    nothing about the rollout. Only a judge that answered and could not be used is 502."""
     if isinstance(error, TrajectoryError):
         return 422
-    if isinstance(error, JudgeCircuitOpenError):  # the judge is down: come back when it is probed
+    if isinstance(error, JudgeDeadlineError):  # the judge did not answer within the deadline
+        return 504
+    if isinstance(error, JudgeUnavailableError):  # circuit open included: come back later
         return 503
     if isinstance(error, JudgeError):
         return 502
@@ -229,6 +240,8 @@ class RewardService:
         retry_after = None
         if isinstance(err, JudgeCircuitOpenError):
             retry_after = max(1, math.ceil(err.retry_in_s))
+        elif isinstance(err, JudgeUnavailableError):
+            retry_after = OUTAGE_RETRY_AFTER_S
         elif status == 503:
             retry_after = 5
         return ItemResult(status="unscored", error_type=type(err).__name__, reason=str(err)[:2000],

@@ -1,8 +1,8 @@
 """The wire schema of the reward service (requests and answers), one pydantic model each.
 
 `POST /v1/verify` answers the `VerificationResult` itself (200) or an `ErrorBody` with a status
-that says whose fault it is: 422 bad trajectory, 502 judge failed, 504 deadline, 500 a bug,
-429 queue full / 503 shutting down or judge down (circuit open): all three with Retry-After. The batch form answers one `ItemResult`
+that says whose fault it is: 422 bad trajectory, 502 judge answered unusably, 504 deadline, 500 a
+bug, 429 queue full / 503 shutting down or judge unreachable: all three with Retry-After. The batch form answers one `ItemResult`
 per trajectory, in order, because one bad rollout must not fail its neighbours.
 """
 from __future__ import annotations
