@@ -15,8 +15,10 @@ OpenRLHF loads this file by path and builds `AgentExecutor()`, a `MultiTurnAgent
   with `uv_process`, `uv_outcome`, `uv_unscored` and `uv_grounded` in `extra_logs`.
 
 OpenRLHF swallows exceptions and cannot take a missing reward, so an episode the verifier cannot
-score (browser died, service down) gets `$CUA_OPENRLHF_ON_FAILURE` (default 0), flagged by
-`uv_unscored = 1`. `$CUA_OPENRLHF_REWARD` picks `combined` (default), `process` or `outcome`.
+score (browser died, service down past the client's retries) gets `$CUA_OPENRLHF_ON_FAILURE`:
+`mean` by default, the recent mean reward of this process's scored episodes of the same task (of
+all tasks when none), so its group-relative advantage is about zero, or a number such as `0`;
+flagged by `uv_unscored = 1`. `$CUA_OPENRLHF_REWARD` picks `combined` (default), `process` or `outcome`.
 """
 from __future__ import annotations
 
@@ -29,11 +31,13 @@ from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
 from browser_env.episode_runner import ThreadedEpisode, parse_tool_call, policy_max_side, task_id_of
 from reward.openrlhf import DEFAULT_ON_FAILURE, apost_openrlhf, clean_answer, trajectory_body
+from reward.unscored_fill import RunningMeans, fill_policy
 
 log = logging.getLogger(__name__)
 IMAGE = "<|vision_start|><|image_pad|><|vision_end|>"
 ASSISTANT = "<|im_start|>assistant\n"
 LOGS = ("uv_process", "uv_outcome", "uv_unscored", "uv_grounded")
+_SCORED = RunningMeans()  # this process's recent scored rewards, per task: the fill of an unscored episode
 
 
 class AgentInstance(AgentInstanceBase):
@@ -74,18 +78,36 @@ class AgentInstance(AgentInstanceBase):
 
     async def _reward(self) -> tuple[float, dict[str, float]]:
         """The verifier's reward for the recorded episode; the flagged fill value if it has none."""
-        fill = float(os.environ.get("CUA_OPENRLHF_ON_FAILURE", DEFAULT_ON_FAILURE))
-        unscored = (fill, {"uv_process": fill, "uv_outcome": fill, "uv_unscored": 1.0, "uv_grounded": 0.0})
+        policy = fill_policy(os.environ.get("CUA_OPENRLHF_ON_FAILURE", DEFAULT_ON_FAILURE))
         trajectory = await self.episode.trajectory()
-        if trajectory is None:
-            return unscored
-        params = {"reward": os.environ.get("CUA_OPENRLHF_REWARD", "combined"), "on_failure": str(fill)}
-        try:
-            out = await apost_openrlhf(trajectory_body(trajectory), params=params)
-        except Exception as exc:  # noqa: BLE001 - OpenRLHF would swallow it: log it loudly, flag the row
-            log.warning("reward service failed for task %s: %s", trajectory["task"]["id"], exc)
-            return unscored
-        return float(out["rewards"][0]), {k: float(out["extra_logs"][k][0]) for k in LOGS}
+        task = str(trajectory["task"]["id"]) if trajectory else ""
+        if trajectory is not None:
+            # the service retries its judge's outages (503) within the client's deadline; what it
+            # still cannot score comes back as an error, filled here, where the other episodes are seen
+            params = {"reward": os.environ.get("CUA_OPENRLHF_REWARD", "combined"),
+                      "on_failure": str(policy) if isinstance(policy, float) else "error"}
+            try:
+                out = await apost_openrlhf(trajectory_body(trajectory), params=params)
+            except Exception as exc:  # noqa: BLE001 - OpenRLHF would swallow it: log it loudly, flag the row
+                log.warning("reward service failed for task %s: %s", task, exc)
+            else:
+                reward, logs = float(out["rewards"][0]), {k: float(out["extra_logs"][k][0]) for k in LOGS}
+                if not logs["uv_unscored"]:
+                    _SCORED.add(task, reward)
+                return reward, logs
+        fill = _fill(policy, task)
+        return fill, {"uv_process": fill, "uv_outcome": fill, "uv_unscored": 1.0, "uv_grounded": 0.0}
+
+
+def _fill(policy: float | str | None, task: str) -> float:
+    """An unscored episode's reward: the number asked for, or the recent mean of this process's
+    scored episodes of the task, else of all tasks (reward.unscored_fill), else 0.0: before any
+    episode scored there is no mean, and a group whose every episode is unscored has equal rewards
+    (zero advantage) whatever they are."""
+    if isinstance(policy, float):
+        return policy
+    mean = _SCORED.mean(task)
+    return 0.0 if mean is None else mean
 
 
 class AgentExecutor(MultiTurnAgentExecutor):

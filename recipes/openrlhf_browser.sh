@@ -7,7 +7,7 @@
 #   python -c "import json; from browser_env.tasks import TASKS; [print(json.dumps({'prompt': t.instruction, 'task': {'id': t.id, 'instruction': t.instruction}})) for t in TASKS.values()]" > runs/browser_tasks.jsonl
 set -euo pipefail
 export CUA_REWARD_URL=${CUA_REWARD_URL:-http://127.0.0.1:8012}
-export CUA_OPENRLHF_REWARD=${CUA_OPENRLHF_REWARD:-combined} CUA_OPENRLHF_ON_FAILURE=${CUA_OPENRLHF_ON_FAILURE:-0}
+export CUA_OPENRLHF_REWARD=${CUA_OPENRLHF_REWARD:-combined} CUA_OPENRLHF_ON_FAILURE=${CUA_OPENRLHF_ON_FAILURE:-mean}
 python -m openrlhf.cli.train_ppo_ray \
   --train.agent_func_path browser_env/openrlhf_agent.py \
   --data.label_key task \

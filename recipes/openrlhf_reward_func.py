@@ -15,6 +15,7 @@ key, `--reward.remote_url http://127.0.0.1:8012/v1/openrlhf` works directly.
 from reward.openrlhf import make_reward_func
 
 #: `reward_func(queries, prompts, labels)` -> {"rewards", "scores", "extra_logs"} (torch tensors).
-#: An unscored row gets 0, flagged in extra_logs["uv_unscored"]: OpenRLHF swallows a reward
-#: function's exception, so raising would hide the cause (reward.openrlhf explains).
-reward_func = make_reward_func(kind="combined", on_failure="0")
+#: An unscored row gets the mean of its group's scored rows (its advantage is about zero), flagged in
+#: extra_logs["uv_unscored"]: OpenRLHF swallows a reward function's exception, so raising would hide
+#: the cause (reward.openrlhf and reward.unscored_fill explain).
+reward_func = make_reward_func(kind="combined", on_failure="mean")

@@ -40,9 +40,11 @@ RETRY_STATUSES = (429, 503)
 class RemoteError(CuaVerifierError):
     """The service answered that this rollout could not be verified (or could not be reached)."""
 
-    def __init__(self, message: str, *, error_type: str = "RemoteError", status: int | None = None) -> None:
+    def __init__(self, message: str, *, error_type: str = "RemoteError", status: int | None = None,
+                 retry_after: float | None = None) -> None:
         super().__init__(f"{error_type}: {message}")
         self.error_type, self.status, self.message = error_type, status, message
+        self.retry_after = retry_after  # a service answering it sends this as Retry-After
 
 
 class _Retry(Exception):

@@ -16,10 +16,13 @@ a label `{"trajectory": {...}}` carries a rollout recorded by the agent harness 
 browser agent, `browser_env.openrlhf_agent`, does this). A text-only row is verified on its claims
 alone (action-only mode): `extra_logs["uv_grounded"]` is 0 for it, 1 when screenshots were judged.
 
-Why `on_failure` defaults to a number here: OpenRLHF swallows a reward function's exception (it
-logs it at INFO and leaves the reward None) and the run then dies later in `torch.cat` with an
-unrelated error. So an unscored row gets the number (0 by default), flagged by
-`extra_logs["uv_unscored"] = 1`, which OpenRLHF logs per step; `on_failure="error"` raises instead.
+Why `on_failure` fills a number here: OpenRLHF swallows a reward function's exception (it logs it
+at INFO and leaves the reward None) and the run then dies later in `torch.cat` with an unrelated
+error. So an unscored row gets a number that carries no signal, the mean of its group's scored rows
+(`reward.unscored_fill`: its group-relative advantage is about zero), flagged by
+`extra_logs["uv_unscored"] = 1`, which OpenRLHF logs per step. When no row of the batch scored there
+is no such number: `/v1/openrlhf` answers 503 (OpenRLHF's remote call retries it) or 422 when every
+row was bad input. `on_failure="0"` (any number) gives that number instead, `"error"` raises.
 
 OpenRLHF decodes the query with `skip_special_tokens=False`, so chat markers (`<|im_end|>`...) are
 in it: they are stripped from the answer. When the prompt is not a prefix of the query, the answer
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from verifier.errors import TrajectoryError
@@ -38,10 +41,11 @@ from verifier.loaders.rollouts import build_trajectories
 
 from .client import ENV_KEY, ClientSettings, RemoteError, apost, async_client, post
 from .functions import too_degraded, ungrounded_error
+from .unscored_fill import MEAN, NoneScored, fill_policy, fill_rows
 
 KINDS = ("combined", "process", "outcome")
-#: What an unscored OpenRLHF row gets unless told otherwise (see the module docstring for why).
-DEFAULT_ON_FAILURE = "0"
+#: What an unscored OpenRLHF row is given unless told otherwise: its group's mean (reward.unscored_fill).
+DEFAULT_ON_FAILURE = MEAN
 #: Chat-template special tokens left in a decoded query (`<|im_end|>`, `<|eot_id|>`, `</s>`...).
 SPECIAL_TOKEN = re.compile(r"<\|[A-Za-z0-9_:.\- ]{1,48}\|>|</s>|<s>|<eos>|<bos>|<end_of_turn>|<start_of_turn>")
 #: Where an assistant turn starts, in the chat templates seen in practice (ChatML, Llama 3, Gemma, Mistral).
@@ -138,17 +142,19 @@ def values(result: dict[str, Any], *, weight: float = 0.5) -> dict[str, float | 
 
 def rewards_from_items(items: Sequence[dict[str, Any]], *, kind: str = "combined",
                        on_failure: str = DEFAULT_ON_FAILURE, none_if_degraded: Any = ("rescoring", "side_effects"),
-                       weight: float = 0.5) -> dict:
+                       weight: float = 0.5, groups: Sequence[Hashable] | None = None) -> dict:
     """ItemResults (as dicts) -> OpenRLHF's `{"rewards", "scores", "extra_logs"}` (plain lists).
 
-    With `on_failure="error"` an unscored row raises `RemoteError`: status 422 when a row was bad
-    input (retrying cannot help), 502 when the verifier failed on valid rows."""
+    An unscored row is filled by `on_failure` (reward.unscored_fill): "mean" (default) of the
+    scored rows of its group (`groups[i]`, see `unscored_fill.group_key`; None: one group), else
+    of the batch; a number; or "error", which raises `RemoteError` instead. Raised too when "mean"
+    has nothing to take the mean of: status 422 when every unscored row was bad input (retrying
+    cannot help), else 503 (an outage: retried), else 502, with the rows' reasons."""
     if kind not in KINDS:
         raise ValueError(f"reward kind {kind!r}: expected one of {', '.join(KINDS)}")
-    fill = None if on_failure == "error" else float(on_failure)
-    rewards: list[float | None] = []
-    logs: dict[str, list[float | None]] = {"uv_process": [], "uv_outcome": [], "uv_unscored": [], "uv_grounded": []}
-    failures, bad_input = [], False
+    policy = fill_policy(on_failure)
+    rows: list[dict[str, float | None] | None] = []
+    failures, statuses = [], []
     for i, item in enumerate(items):
         vals = None
         if item.get("status") == "scored":
@@ -157,21 +163,50 @@ def rewards_from_items(items: Sequence[dict[str, Any]], *, kind: str = "combined
             reason = f"degraded: {', '.join(weak)}" if weak else ""
         else:
             reason = f"{item.get('error_type')}: {item.get('reason')}"
-            bad_input = bad_input or item.get("http_status") == 422
+            statuses.append(item.get("http_status"))
         if vals is None or vals[kind] is None:
             failures.append(f"row {i}: {reason or 'no ' + kind + ' score'}")
-            vals = {"process": fill, "outcome": fill, "combined": fill}
-            logs["uv_unscored"].append(1.0)
-        else:
-            logs["uv_unscored"].append(0.0)
-        rewards.append(vals[kind])
-        logs["uv_process"].append(vals["process"] if vals["process"] is not None else fill)
-        logs["uv_outcome"].append(vals["outcome"])
-        logs["uv_grounded"].append(grounded(item))
-    if failures and fill is None:
-        raise RemoteError("; ".join(failures)[:2000], error_type="invalid_request" if bad_input else "Unscored",
-                          status=422 if bad_input else 502)
+            vals = None
+        rows.append(vals)
+    columns = {k: [r[k] if r is not None else None for r in rows] for k in KINDS}
+    try:
+        if policy is None and failures:
+            raise NoneScored
+        rewards = _filled(columns[kind], policy, groups)
+    except NoneScored:
+        raise _unscored_error(failures, statuses, items) from None
+    logs: dict[str, list[float]] = {
+        "uv_process": _filled(columns["process"], policy, groups, fallback=rewards),
+        "uv_outcome": _filled(columns["outcome"], policy, groups, fallback=rewards),
+        "uv_unscored": [0.0 if r is not None and r[kind] is not None else 1.0 for r in rows],
+        "uv_grounded": [grounded(item) for item in items]}
     return {"rewards": rewards, "scores": rewards, "extra_logs": logs}
+
+
+def _filled(column: list[float | None], policy: float | str | None, groups: Sequence[Hashable] | None,
+            fallback: list[float] | None = None) -> list[float]:
+    """`column` with its gaps filled by the policy (a log column with nothing to take a mean of
+    takes the row's reward: it is only logged)."""
+    if isinstance(policy, float):
+        return [policy if v is None else v for v in column]
+    try:
+        return fill_rows(column, groups)
+    except NoneScored:
+        if fallback is None:
+            raise
+        return [f if v is None else v for v, f in zip(column, fallback, strict=True)]
+
+
+def _unscored_error(failures: list[str], statuses: list[Any], items: Sequence[dict[str, Any]]) -> RemoteError:
+    if statuses and all(s == 422 for s in statuses) and len(statuses) == len(failures):
+        status, kind = 422, "invalid_request"
+    elif any(s == 503 for s in statuses):
+        status, kind = 503, "Unscored"
+    else:
+        status, kind = 502, "Unscored"
+    waits = [float(i["retry_after"]) for i in items if i.get("retry_after")]
+    return RemoteError("; ".join(failures)[:2000], error_type=kind, status=status,
+                       retry_after=max(waits) if waits else (5.0 if status == 503 else None))
 
 
 def grounded(item: dict[str, Any]) -> float:

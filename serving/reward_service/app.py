@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import math
 import time
 from typing import Any
 
@@ -222,9 +223,9 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
     @app.post("/v1/openrlhf")
     async def openrlhf(request: Request, reward: str = "combined", on_failure: str | None = None,
                        require_screenshots: bool = False) -> Any:
-        """OpenRLHF's remote-RM body; `?reward=combined|process|outcome&on_failure=error|<number>`
-        (a number by default: OpenRLHF swallows errors, see reward.openrlhf). Bad input is 422,
-        which OpenRLHF does not retry; a verifier failure on valid rows is 502."""
+        """OpenRLHF's remote-RM body; `?reward=combined|process|outcome&on_failure=mean|error|<number>`
+        (mean by default: an unscored row gets its group's mean, see reward.unscored_fill). Bad
+        input is 422, which OpenRLHF does not retry; a batch with no row scored is 503 (retried)."""
         body = await read_model(request, OpenRLHFRequest)
         from reward.openrlhf import (
             DEFAULT_ON_FAILURE,
@@ -233,6 +234,7 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
             rubrics_from_labels,
             ungrounded,
         )
+        from reward.unscored_fill import row_groups
 
         if len(body.query) > min(config.max_batch, config.queue_size):
             return _error(413, "too_large", f"batch of {len(body.query)} over --max-batch {config.max_batch}")
@@ -248,10 +250,12 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         try:
             return rewards_from_items(items, kind=reward, on_failure=on_failure or DEFAULT_ON_FAILURE,
                                       none_if_degraded=settings.none_if_degraded,
-                                      weight=settings.combined_process_weight)
-        except CuaVerifierError as exc:  # RemoteError: rows unscored under on_failure=error
+                                      weight=settings.combined_process_weight,
+                                      groups=row_groups(body.prompts, body.labels, records))
+        except CuaVerifierError as exc:  # RemoteError: unscored under on_failure=error, or none scored
+            wait = getattr(exc, "retry_after", None)
             return _error(getattr(exc, "status", None) or 502, getattr(exc, "error_type", "Unscored"),
-                          getattr(exc, "message", str(exc)))
+                          getattr(exc, "message", str(exc)), {"Retry-After": str(math.ceil(wait))} if wait else None)
         except ValueError as exc:
             return _error(422, "invalid_request", str(exc))
 

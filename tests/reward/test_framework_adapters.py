@@ -119,11 +119,12 @@ def test_verl_async_score_runs_on_the_loop_without_threads(monkeypatch):
 
 
 # ---- OpenRLHF -----------------------------------------------------------------------------------
-def test_openrlhf_reward_func_defaults_to_a_flagged_number():
-    """OpenRLHF swallows a reward function's exception, so the default must be a number."""
+def test_openrlhf_reward_func_defaults_to_the_groups_mean():
+    """OpenRLHF swallows a reward function's exception, so the default is a number the service
+    fills in: the mean of the row's group (issue 38 §5: never 0, which taught "it failed")."""
     with ScriptedService([(200, SCORED, {})]) as svc:
         make_reward_func(svc.url)([CHATML + "9 to 5<|im_end|>"], [CHATML], [TASK])
-    assert svc.requests[0]["params"]["on_failure"] == "0"
+    assert svc.requests[0]["params"]["on_failure"] == "mean"
 
 
 def test_chat_special_tokens_are_not_part_of_the_answer():
@@ -148,7 +149,7 @@ def test_bad_input_is_a_422_and_every_row_says_whether_it_was_grounded():
     with pytest.raises(RemoteError) as info:
         rewards_from_items([ok, bad], on_failure="error")
     assert info.value.status == 422
-    out = rewards_from_items([ok, words, bad])
+    out = rewards_from_items([ok, words, bad], on_failure="0")
     assert out["extra_logs"]["uv_grounded"] == [1.0, 0.0, 0.0]
     assert out["extra_logs"]["uv_unscored"] == [0.0, 0.0, 1.0] and out["rewards"][2] == 0.0
 

@@ -41,8 +41,11 @@ def test_openrlhf_reward_func_and_url_form(service):
     bad = httpx.post(f"{svc.url}/v1/openrlhf?on_failure=error", timeout=120,
                      json={"query": ["x"], "prompts": [""], "labels": [""]})
     assert bad.status_code == 422, bad.text
-    refused = make_reward_func(svc.url, require_screenshots=True)([PROMPT + "9 to 5"], [PROMPT], [TASK])
+    refused = make_reward_func(svc.url, require_screenshots=True, on_failure="0")([PROMPT + "9 to 5"], [PROMPT], [TASK])
     assert list(map(float, refused["extra_logs"]["uv_unscored"])) == [1.0]  # text-only row refused
+    with pytest.raises(RemoteError) as info:  # by default: no row scored, so no mean to fill with
+        make_reward_func(svc.url, require_screenshots=True)([PROMPT + "9 to 5"], [PROMPT], [TASK])
+    assert info.value.status == 422
     # OpenRLHF's own request (remote_rm_fn_ray posts exactly this body to --remote_rm_url)
     direct = httpx.post(f"{svc.url}/v1/openrlhf?reward=outcome", timeout=120,
                         json={"query": [PROMPT + "9 to 5"], "prompts": [PROMPT], "labels": [TASK]})
