@@ -21,8 +21,8 @@ at INFO and leaves the reward None) and the run then dies later in `torch.cat` w
 error. So an unscored row gets a number that carries no signal, the mean of its group's scored rows
 (`reward.unscored_fill`: its group-relative advantage is about zero), flagged by
 `extra_logs["uv_unscored"] = 1`, which OpenRLHF logs per step. When no row of the batch scored there
-is no such number: `/v1/openrlhf` answers 503 (OpenRLHF's remote call retries it) or 422 when every
-row was bad input. `on_failure="0"` (any number) gives that number instead, `"error"` raises.
+is no such number: `/v1/openrlhf` answers 503 when the judge was unreachable (OpenRLHF's remote call
+retries it), 422 when every row was bad input, else 502. `on_failure="0"` (any number) gives that number instead, `"error"` raises.
 
 OpenRLHF decodes the query with `skip_special_tokens=False`, so chat markers (`<|im_end|>`...) are
 in it: they are stripped from the answer. When the prompt is not a prefix of the query, the answer
@@ -149,7 +149,8 @@ def rewards_from_items(items: Sequence[dict[str, Any]], *, kind: str = "combined
     scored rows of its group (`groups[i]`, see `unscored_fill.group_key`; None: one group), else
     of the batch; a number; or "error", which raises `RemoteError` instead. Raised too when "mean"
     has nothing to take the mean of: status 422 when every unscored row was bad input (retrying
-    cannot help), else 503 (an outage: retried), else 502, with the rows' reasons."""
+    cannot help), else 503 when a row's judge was unreachable (an outage: clients retry it), else
+    502, with the rows' reasons."""
     if kind not in KINDS:
         raise ValueError(f"reward kind {kind!r}: expected one of {', '.join(KINDS)}")
     policy = fill_policy(on_failure)
