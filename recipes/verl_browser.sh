@@ -4,8 +4,12 @@
 # the judge and the reward service:
 #   cua-verifier serve-judge ...  (port 8010, served model name `judge`)
 #   cua-verifier serve-reward --judge-url http://127.0.0.1:8010/v1 --model judge   # port 8012
-# Each sample runs one browser episode in the `cua_browser_agent` agent loop; the recorded
-# trajectory (screenshots included) reaches compute_score_async as extra_info["trajectory"].
+# Each sample runs one browser episode in the `cua_browser_agent` agent loop, which sends the recorded
+# trajectory (screenshots included) to the reward service itself and returns the sample's reward
+# (AgentLoopOutput.reward_score): verl skips its reward worker and no screenshot enters the training
+# batch. The loop's options (reward URL, reward kind, on_failure) are in recipes/configs/verl_agent_loop.yaml,
+# which every agent-loop worker reads; $CUA_REWARD_URL below is their fallback on a single node.
+# Tested on verl 0.9 (browser_env.frameworks.TESTED; importing the loop refuses another release).
 set -euo pipefail
 MODEL=${MODEL:-Qwen/Qwen2.5-VL-7B-Instruct}
 DATA=${DATA:-runs/verl-browser-data}
@@ -24,6 +28,4 @@ python -m verl.trainer.main_ppo \
   actor_rollout_ref.rollout.agent.agent_loop_config_path=recipes/configs/verl_agent_loop.yaml \
   reward.custom_reward_function.path=recipes/verl_compute_score.py \
   reward.custom_reward_function.name=compute_score_async \
-  +reward.custom_reward_function.reward_kwargs.reward=combined \
-  +reward.custom_reward_function.reward_kwargs.on_failure=error \
   trainer.total_epochs=1 "$@"

@@ -61,19 +61,27 @@ def _episode(venv: str, script: str, browser_ok: Any) -> tuple[dict[str, Any], i
 
 def test_verl_agent_loop_episode_reaches_the_verifier_with_its_screenshots(browser_ok):
     out, images = _episode(".venv-verl", "verl_episode.py", browser_ok)
+    assert out["private_overrides"] == []  # verl's own loop runs the tools: no private method redefined
     assert out["actions"] == ["goto", "scroll", "answer"] and out["turns"] == 3
+    assert out["final_answer"] == "The Riverside Branch opens at 10:00 on Saturdays."  # the reply without a tool call
     assert out["screenshots"] >= 4  # initial + before/after each action, full size for the judge
     assert out["tool_turn_in_prompt"] and out["response_mask_has_tool_tokens"]  # verl's multi-turn path
-    extra = out["extra"]  # from verl's naive reward manager, via compute_score_async
-    assert extra["uv_unscored"] == 0.0 and extra["uv_grounded"] == 1.0
-    assert out["reward"] == extra["uv_outcome"]  # reward_kwargs.reward=outcome reached compute_score
+    assert out["truncated_tool_text"]  # verl's max_tool_response_length applies to the browser's page text
     assert out["policy_images"] == [[], [], []]  # a text policy: the screenshots go to the judge only
-    vlm = out["vlm"]  # a VLM policy: the start page, then each action's screenshot, as 448 px images
-    assert vlm["actions"] == out["actions"] and vlm["extra"]["uv_grounded"] == 1.0
-    assert vlm["policy_images"] == [[[448, 280]] * k for k in (1, 2, 3)] and vlm["output_images"] == 3
-    assert vlm["image_pads"] == [5, 10, 15]  # verl's processor placed each one in the prompt
-    assert out["recorded_sizes"] == vlm["recorded_sizes"] == [[960, 600]]  # the judge's copy: full size
-    assert images >= 1  # the judge saw the screenshots (a stage cache may answer the second episode)
+    for family, pads in (("vlm", [160, 320, 480]), ("llava", [5, 10, 15])):  # Qwen2-VL and LLaVA processors
+        vlm = out[family]
+        assert vlm["actions"] == out["actions"] and vlm["tool_turn_in_prompt"], family
+        assert vlm["policy_images"] == [[[448, 280]] * k for k in (1, 2, 3)] and vlm["output_images"] == 3, family
+        assert vlm["image_pads"] == pads, family  # verl's processor placed each one in the prompt
+        assert vlm["recorded_sizes"] == [[960, 600]], family  # the judge's copy: full size
+    for sample in (out, out["vlm"], out["llava"]):  # scored in the loop; the batch holds the scalars only
+        extra = sample["extra"]
+        assert extra["uv_unscored"] == 0.0 and extra["uv_grounded"] == 1.0
+        assert sample["reward"] == extra["score"] and sample["rm_scores"]  # verl's reward worker is skipped
+        assert not sample["batch_has_data_url"] and "trajectory" not in sample["batch_keys"]
+        assert {"uv_outcome", "uv_process", "uv_unscored", "uv_grounded"} <= set(sample["batch_keys"])
+    assert out["non_tensor_bytes_per_sample"] < 8_000  # the recording was ~140 kB a sample here (docs/frameworks.md)
+    assert images >= 1  # the judge saw the screenshots (a stage cache may answer later episodes)
 
 
 def test_openrlhf_agent_episode_reaches_the_verifier_with_its_screenshots(browser_ok):
