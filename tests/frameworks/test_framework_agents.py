@@ -86,11 +86,40 @@ def test_verl_agent_loop_episode_reaches_the_verifier_with_its_screenshots(brows
 
 def test_openrlhf_agent_episode_reaches_the_verifier_with_its_screenshots(browser_ok):
     out, images = _episode(".venv-openrlhf", "openrlhf_episode.py", browser_ok)
-    assert out["turns"] == 3 and out["action_ranges"] == 3
-    assert out["page_in_first_prompt"] and out["tool_response_in_prompt"]
-    assert out["environment_images"][:2] == [1, 1]  # goto and scroll each hand back their screenshot
-    assert out["image_sizes"] == [[448, 280]]  # as thumbnails for the policy (the judge's copy is full size)
-    logs = out["extra_logs"]
-    assert logs["uv_unscored"] == 0.0 and logs["uv_grounded"] == 1.0
-    assert 0.0 <= float(out["reward"]) <= 1.0
+    for family in ("text", "qwen", "gemma"):
+        run = out[family]
+        assert run["turns"] == 3 and run["action_ranges"] == 3, family
+        assert run["page_in_first_prompt"] and run["tools_in_first_prompt"] and run["tool_result_in_prompt"], family
+        assert run["foreign_markup"] == [] and not run["doubled_end_of_turn"], family  # the policy's own turns only
+        logs = run["extra_logs"]
+        assert logs["uv_unscored"] == 0.0 and logs["uv_grounded"] == 1.0, family
+        assert 0.0 <= float(run["reward"]) <= 1.0, family
+    assert out["text"]["environment_images"] == [0, 0, 0]  # a text policy: the screenshots go to the judge only
+    assert out["text"]["image_tokens_per_prompt"] == [0, 0, 0]  # and no image placeholder in its text
+    assert out["qwen"]["first_prompt_head"].startswith("<|im_start|>system")
+    assert out["gemma"]["first_prompt_head"].startswith("<bos><start_of_turn>user")
+    for family, per_image in (("qwen", 160), ("gemma", 4)):  # goto and scroll each hand back their screenshot
+        run = out[family]
+        assert run["environment_images"] == [1, 1, 0] and run["image_sizes"] == [[448, 280]], family
+        assert run["images_per_prompt"] == [0, 1, 2] and run["pixel_images"] == 2, family
+        # the processor found one placeholder per screenshot and expanded it in the policy's own tokens
+        assert run["image_tokens_per_prompt"] == [0, per_image, 2 * per_image], family
     assert images >= 1
+
+
+def test_openrlhf_agent_in_ray_actors_without_the_drivers_environment(browser_ok, tmp_path):
+    """OpenRLHF builds the agent inside its vLLM engine actors: the settings reach them through a
+    configured agent file or Ray's runtime_env, never by inheritance from the driver's shell."""
+    python = _python(".venv-openrlhf")
+    with LoopbackJudge() as judge, Service(judge.url) as svc:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("CUA_")}
+        run = subprocess.run([str(python), str(HERE / "openrlhf_ray.py"), svc.url, str(tmp_path)],
+                             capture_output=True, text=True, timeout=600, cwd=REPO, env=env, check=False)
+    assert run.returncode == 0, run.stderr[-4000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["configured"]["env"] == [] and out["bare"]["env"] == []  # nothing inherited
+    assert out["runtime_env"]["env"] == ["CUA_REWARD_URL"]
+    assert out["configured"]["reward_url"] == out["runtime_env"]["reward_url"] == svc.url
+    assert out["bare"]["reward_url"] is None  # the control: without either, the actor has no URL of ours
+    for name in ("configured", "runtime_env"):
+        assert out[name]["extra_logs"]["uv_unscored"] == 0.0 and out[name]["extra_logs"]["uv_grounded"] == 1.0, name
