@@ -8,8 +8,9 @@
         +reward.custom_reward_function.reward_kwargs.reward=outcome
 
 `ground_truth` (the dataset's `reward_model.ground_truth`) names the task; `solution_str` is the
-agent's answer; `extra_info["trajectory"]` carries the recorded episode when the browser agent
-loop ran it (recipes/verl_browser.sh). Returns `{"score", "uv_process", "uv_outcome",
+agent's answer; `extra_info["trajectory"]` carries a recorded episode when one is given. The browser
+agent loop (recipes/verl_browser.sh) scores its own episodes inside the loop, so verl calls this
+only for rows no agent loop scored. Returns `{"score", "uv_process", "uv_outcome",
 "uv_unscored", "uv_grounded"}`; verl logs the extra keys per sample. `compute_score_async` is for
 verl's reward loop (awaited on its event loop); `compute_score` blocks (RemoteRewardManager).
 """

@@ -17,10 +17,11 @@ default, raises so the failure is visible; or a number, flagged by `uv_unscored 
 `$CUA_VERL_ON_FAILURE`), `require_screenshots` (refuse rows without screenshots) and `url`.
 
 `ground_truth` names the task (JSON object, plain instruction, or a numpy value holding either);
-`solution_str` is the agent's answer. `extra_info["trajectory"]` carries the recorded rollout when
-the browser agent loop (`browser_env.verl_agent`) ran the episode: verl routes an agent loop's
-`extra_fields` into `extra_info`, and then the screenshots are judged. Without it the row is
-verified on the answer alone (action-only mode, `uv_grounded = 0`).
+`solution_str` is the agent's answer. `extra_info["trajectory"]` carries a recorded rollout, and then
+the screenshots are judged; without it the row is verified on the answer alone (action-only mode,
+`uv_grounded = 0`). The browser agent loop (`browser_env.verl_agent`) calls `compute_score_async`
+itself with its episode's trajectory and returns the reward from the loop, so its screenshots
+never travel through verl's batch to a reward worker.
 """
 from __future__ import annotations
 

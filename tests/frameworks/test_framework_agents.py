@@ -80,6 +80,10 @@ def test_verl_agent_loop_episode_reaches_the_verifier_with_its_screenshots(brows
         assert sample["reward"] == extra["score"] and sample["rm_scores"]  # verl's reward worker is skipped
         assert not sample["batch_has_data_url"] and "trajectory" not in sample["batch_keys"]
         assert {"uv_outcome", "uv_process", "uv_unscored", "uv_grounded"} <= set(sample["batch_keys"])
+    broken = out["broken"]  # an episode with nothing recorded is never scored as a zero
+    assert broken["error"] == "TrajectoryError"
+    assert broken["0.25"] == [0.25, {"score": 0.25, "uv_process": 0.25, "uv_outcome": 0.25, "uv_unscored": 1.0,
+                                     "uv_grounded": 0.0}]
     assert out["non_tensor_bytes_per_sample"] < 8_000  # the recording was ~140 kB a sample here (docs/frameworks.md)
     assert images >= 1  # the judge saw the screenshots (a stage cache may answer later episodes)
 

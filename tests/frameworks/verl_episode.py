@@ -137,6 +137,23 @@ async def episode(tok: Any, processor: Any, *, max_tool_response_length: int = 4
             "reward": out.reward_score, "extra": extra, **figures(batch)}
 
 
+async def broken_episode(tok: Any) -> dict[str, Any]:
+    """What the loop returns for an episode with nothing recorded (the browser never started), per
+    `on_failure`: `error` raises, a number is returned flagged `uv_unscored = 1`."""
+    cfg, out = config(4096), {}
+    for on_failure in ("error", 0.25):
+        loop = hydra.utils.instantiate(config=_agent_loop_registry["cua_browser_agent"], on_failure=on_failure,
+                                       trainer_config=DictConfigWrap(config=cfg), server_manager=None,
+                                       tokenizer=tok, processor=None, dataset_cls=RLHFDataset,
+                                       data_config=DictConfigWrap(cfg.data), tools=ToolListWrap([]))
+        try:
+            out[str(on_failure)] = list(await loop._score())
+        except Exception as exc:  # noqa: BLE001 - reported for the test to check
+            out[str(on_failure)] = type(exc).__name__
+        await loop.episode.close()
+    return out
+
+
 def private_overrides() -> list[str]:
     """Methods of `ToolAgentLoop` (or its bases) with a leading underscore that the loop redefines."""
     cls = hydra.utils.get_class(_agent_loop_registry["cua_browser_agent"]["_target_"])
@@ -155,7 +172,8 @@ async def main(url: str) -> dict[str, Any]:
     qwen = qwen_processor()
     vlm = await episode(qwen.tokenizer, qwen)
     llava = await episode(tok, llava_processor(tok))
-    return {**text, "vlm": vlm, "llava": llava, "private_overrides": private_overrides()}
+    return {**text, "vlm": vlm, "llava": llava, "private_overrides": private_overrides(),
+            "broken": await broken_episode(tok)}
 
 
 if __name__ == "__main__":
