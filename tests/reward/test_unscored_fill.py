@@ -58,6 +58,7 @@ def _agent_module(monkeypatch):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
     monkeypatch.setitem(sys.modules, "openrlhf.utils.agent", stub)
     monkeypatch.delitem(sys.modules, "browser_env.openrlhf_agent", raising=False)
+    monkeypatch.setattr("browser_env.frameworks.require_tested", lambda dist, **kw: "0.11.2")  # no OpenRLHF here
     return importlib.import_module("browser_env.openrlhf_agent")
 
 
@@ -82,12 +83,14 @@ def test_the_browser_agent_fills_an_unscored_episode_with_its_tasks_recent_mean(
 
     monkeypatch.setattr(agent, "apost_openrlhf", post)
     inst = agent.AgentInstance.__new__(agent.AgentInstance)
-    inst.episode = Episode()
+    inst.episode, inst.settings = Episode(), agent.AgentSettings()
+    assert inst.settings.on_failure == "mean"  # the default: an unscored episode carries no signal
     got = [asyncio.run(inst._reward()) for _ in range(3)]
     assert [g[0] for g in got[:2]] == [0.8, 0.4]
     reward, logs = got[2]
     assert reward == pytest.approx(0.6) and logs["uv_unscored"] == 1.0  # the task's mean, flagged: never 0
     assert {p["on_failure"] for p in sent} == {"error"}  # failures come back to be filled here
     monkeypatch.setenv("CUA_OPENRLHF_ON_FAILURE", "0")  # the explicit number stays available
+    inst.settings = agent.AgentSettings()
     replies.append(RemoteError("judge down", status=503))
     assert asyncio.run(inst._reward())[0] == 0.0
