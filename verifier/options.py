@@ -95,6 +95,7 @@ def add_scoring_args(p: argparse.ArgumentParser, *, default_concurrency: int, fi
     p.set_defaults(default_concurrency=default_concurrency)
     add_rubric_args(p)
     if files:
+        p.add_argument("--prompts", metavar="DIR", help=PROMPTS_HELP)
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
         p.add_argument("--allow-outside-screenshots", action="store_true", help=OUTSIDE_HELP)
         p.epilog = EXIT_HELP
@@ -130,10 +131,26 @@ def _rubric_overrides(args: argparse.Namespace, data: dict[str, Any]) -> None:
         data["rubric_judge"] = rubric_judge
 
 
+PROMPTS_HELP = ("prompt overlay folder laid out like prompts/: its templates and principle blocks replace the "
+                "packaged ones of the same name (results record every prompt's hash); checked before any call")
+
+
+def apply_prompt_overlay(args: argparse.Namespace) -> None:
+    """`--prompts DIR`: checked (`PromptOverlayError`, a ConfigError) and set for this run."""
+    folder = getattr(args, "prompts", None)
+    if folder:
+        from .overlay import check_overlay
+        from .prompts import use_prompt_overlay
+
+        check_overlay(folder)
+        use_prompt_overlay(folder)
+
+
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The --config file (normalised to reward-settings shape) with the explicit flags applied on top."""
     from .settings import normalise_config, read_config_file
 
+    apply_prompt_overlay(args)
     data = read_config_file(args.config) if args.config else {}
     verifier = dict(data.pop("verifier", None) or {})
     judge = dict(data.pop("judge", None) or {})

@@ -24,6 +24,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 from .config import VerifierConfig
@@ -31,7 +32,7 @@ from .coordinates import shown_arguments
 from .fencing import FENCE, defuse, fence  # noqa: F401 - FENCE, defuse re-exported (the fence lives there)
 from .guards import run_date_line
 from .judge.base import ImagePart, Message, TextPart
-from .prompts import PromptInfo, RenderedPrompt, prompt_info, prompts_dir, render
+from .prompts import PromptInfo, RenderedPrompt, current_overlay, prompt_info, render, template_path
 from .result import HistoryView, Truncation
 from .schemas import PermissionProfile, Rubric
 from .trajectory import RunStatus, Trajectory
@@ -214,13 +215,13 @@ def system_prompt(rubric: Rubric | None) -> RenderedPrompt:
     rubric's permission profile (the same for every call after the rubric, and for every rollout
     of the task); without one (the rubric calls, which write that profile) it stops before them,
     so those calls share everything up to there."""
-    return _system_prompt(None if rubric is None else rubric.permission.model_dump_json())
+    return _system_prompt(None if rubric is None else rubric.permission.model_dump_json(), current_overlay())
 
 
 @lru_cache(maxsize=256)
-def _system_prompt(profile_json: str | None) -> RenderedPrompt:
-    """Rendered once per permission profile (the largest prompt, sent with every call; a group's
-    rollouts share one profile). Callers must not mutate the returned prompt."""
+def _system_prompt(profile_json: str | None, overlay: Path | None) -> RenderedPrompt:
+    """Rendered once per permission profile and prompt overlay (the largest prompt, sent with every
+    call; a group's rollouts share one profile). Callers must not mutate the returned prompt."""
     if profile_json is None:
         return render(SYSTEM_TEMPLATE, rules=False)
     return render(SYSTEM_TEMPLATE, rules=True, profile=PermissionProfile.model_validate_json(profile_json))
@@ -258,16 +259,21 @@ def messages(system: RenderedPrompt, shared: str, instructions: str = "", per_ca
     return [Message.system(system.text), Message(role="user", content=parts)]
 
 
-@cache  # every judge call records its prompts; templates are read once per process (`prompts`)
 def infos(name: str) -> tuple[PromptInfo, ...]:
-    """PromptInfo of template `name` and of every template it includes (recursively)."""
+    """PromptInfo of template `name` and of every template it includes (recursively), read under
+    the current prompt overlay: a replaced principle block changes its own recorded hash."""
+    return _infos(name, current_overlay())
+
+
+@cache  # every judge call records its prompts; templates are read once per process (`prompts`)
+def _infos(name: str, overlay: Path | None) -> tuple[PromptInfo, ...]:
     seen: dict[str, PromptInfo] = {}
 
     def walk(n: str) -> None:
         if n in seen:
             return
         seen[n] = prompt_info(n)
-        for inc in _INCLUDE.findall((prompts_dir() / n).read_text(encoding="utf-8")):
+        for inc in _INCLUDE.findall(template_path(n, overlay).read_text(encoding="utf-8")):
             walk(inc)
     walk(name)
     return tuple(seen.values())

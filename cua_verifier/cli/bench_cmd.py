@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from verifier.options import PROMPTS_HELP
+
     p = subparsers.add_parser("bench", help="agreement of verifiers with human labels (CUAVerifierBench)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = p.add_mutually_exclusive_group(required=True)
@@ -38,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--verifiers", default="uv,webjudge,webvoyager", help="comma-separated: uv,webjudge,webvoyager")
     p.add_argument("--uv-config", default=None, metavar="JSON",
                    help='UV pipeline options as JSON, e.g. \'{"votes": 3, "top_k": 5}\' (see VerifierConfig)')
+    p.add_argument("--prompts", metavar="DIR", help=PROMPTS_HELP)
     p.add_argument("--webvoyager-last-n", type=int, default=30, help="screenshots shown to WebVoyager (last N)")
     p.add_argument("--webjudge-threshold", type=int, default=3, help="WebJudge keeps screenshots scoring >= this")
     p.add_argument("--out", help="output folder (results, report); required with --split")
@@ -64,6 +67,10 @@ def handle(args: argparse.Namespace) -> int:
         if args.split:
             require("bench --data-dir" if args.data_dir else "bench from the hub", "bench",
                     "pyarrow" if args.data_dir else "datasets")
+        if args.split:
+            from verifier.options import apply_prompt_overlay
+
+            apply_prompt_overlay(args)
         if args.split and args.data_dir and not any(Path(args.data_dir).rglob("*.parquet")):
             raise ConfigError(f"no parquet files under --data-dir {args.data_dir}: put the dataset's "
                               "parquet files there (trajectories/ and annotations/), or use --hub")

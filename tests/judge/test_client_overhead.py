@@ -71,16 +71,14 @@ def test_template_edited_mid_run_is_not_rendered_under_the_old_hash(tmp_path, mo
     """Templates are read once per process, like the hash every result records for them."""
     (tmp_path / "t.j2").write_text("{# id: t version: 1 #}\nold {{ x }}", encoding="utf-8")
     monkeypatch.setattr(prompts, "prompts_dir", lambda: tmp_path)
-    prompts._env.cache_clear()
-    prompts.prompt_info.cache_clear()
+    prompts.clear_caches()
     try:
         first = prompts.render("t.j2", x=1)
         (tmp_path / "t.j2").write_text("{# id: t version: 1 #}\nnew {{ x }}", encoding="utf-8")
         second = prompts.render("t.j2", x=1)
         assert first == second and first.text == "old 1"
     finally:
-        prompts._env.cache_clear()
-        prompts.prompt_info.cache_clear()
+        prompts.clear_caches()
 
 
 def test_prompts_dir_is_resolved_once():

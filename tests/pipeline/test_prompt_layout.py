@@ -154,7 +154,7 @@ def test_a_template_without_variables_is_rendered_once_per_process(monkeypatch):
     """A stage's instructions (no variables) were rendered by Jinja for each of its calls."""
     from verifier import prompts
 
-    prompts.render_plain.cache_clear()
+    prompts.clear_caches()
     renders: list[str] = []
     real = prompts._env().get_template
 
