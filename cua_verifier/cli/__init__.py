@@ -17,6 +17,7 @@ SUBCOMMANDS = [
     "cua_verifier.cli.bench_cmd",
     "cua_verifier.cli.calibrate_cmd",
     "cua_verifier.cli.rubrics_cmd",
+    "cua_verifier.cli.experiment_cmd",
     "cua_verifier.cli.view_cmd",
     "cua_verifier.cli.check_judge_cmd",
     "serving.cli",

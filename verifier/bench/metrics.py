@@ -93,6 +93,17 @@ def _from_counts(tp, fp, fn, tn) -> dict[str, np.ndarray]:
     }
 
 
+def metrics_from_counts(tp, fp, fn, tn) -> dict[str, np.ndarray]:
+    """Every binary metric from confusion counts (scalars or arrays): the one formula the bench and
+    the experiment report (`verifier.experiment.stats`) share."""
+    return _from_counts(tp, fp, fn, tn)
+
+
+def percentile_ci(samples: np.ndarray) -> tuple[float, float]:
+    """The 95% percentile interval of the finite bootstrap samples (NaN, NaN when none is)."""
+    return _ci(samples)
+
+
 def _ci(samples: np.ndarray) -> tuple[float, float]:
     finite = samples[np.isfinite(samples)]
     if finite.size == 0:

@@ -1,0 +1,129 @@
+"""`run_experiment` (issue 37 §2-3) with the scripted judge: each arm scored R times on the same
+items, unchanged calls shared between arms, never between repeats, resumable and exactly once."""
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+
+import pytest
+from pipeline_helpers import make_traj
+
+from verifier import prompts
+from verifier.errors import JudgeUnavailableError
+from verifier.experiment import (
+    ExperimentSpec,
+    ExperimentSpecError,
+    Item,
+    ItemLabel,
+    resolve_arms,
+    run_experiment,
+)
+from verifier.experiment.runner import ExperimentMeta, log_path, prepare_folder
+from verifier.records import ResultsInUseError, ResultWriter
+from verifier.testing import ScriptedJudge
+
+RULE = "EXPERIMENT RULE: a run with no deliverable fails."
+
+
+def items(n: int = 3) -> list[Item]:
+    return [Item(label=ItemLabel(id=f"i{k}", task_id=f"t{k}", outcome=bool(k % 2), process=bool(k % 2)),
+                 load=lambda k=k: make_traj(2, task=f"Find the price of item {k}", task_id=f"t{k}"))
+            for k in range(n)]
+
+
+def spec(tmp_path, arms: list[dict], baseline: dict | None = None, repeats: int = 2) -> ExperimentSpec:
+    return ExperimentSpec.model_validate({"labelled": {"calibration": {}}, "repeats": repeats,
+                                          "baseline": baseline or {"name": "base"}, "arms": arms,
+                                          "folder": tmp_path})
+
+
+def run(tmp_path, sp: ExperimentSpec, judge, its: list[Item] | None = None, **kw):
+    arms = resolve_arms(sp)
+    its = its if its is not None else items()
+    out = tmp_path / "out"
+    prepare_folder(out, ExperimentMeta(name=sp.name, repeats=sp.repeats, arms=arms), its)
+    line = asyncio.run(run_experiment(out, arms, its, sp.repeats, judge_for=lambda arm: judge, **kw))
+    return out, line
+
+
+def test_arms_share_unchanged_stages_and_repeats_share_nothing(tmp_path, overlay_factory):
+    folder = overlay_factory("outcome.system.j2", RULE)
+    sp = spec(tmp_path, [{"name": "strict", "prompts": str(folder)}])
+    alone = ScriptedJudge()  # the baseline by itself: what one arm costs
+    base = resolve_arms(sp)[:1]
+    prepare_folder(tmp_path / "alone", ExperimentMeta(name="x", repeats=2, arms=base), items())
+    asyncio.run(run_experiment(tmp_path / "alone", base, items(), 2, judge_for=lambda arm: alone))
+    judge = ScriptedJudge()
+    out, line = run(tmp_path, sp, judge)
+    one, two = Counter(alone.stages()), Counter(judge.stages())
+    n, R = 3, 2
+    assert one["rubric"] == two["rubric"] == n * R  # once per item per repeat: arms share, repeats do not
+    for stage in ("rubric", "relevance", "evidence", "action_scoring", "rescoring"):
+        assert two[stage] == one[stage] > 0, stage  # upstream of outcome: asked once for both arms
+    assert two["outcome"] == 2 * one["outcome"]  # the changed stage is asked by each arm
+    assert sum(RULE in judge.text(r) for r in judge.requests_for("outcome")) == one["outcome"]
+    assert sum(a.calls_sent for a in line.arms.values()) == len(judge.requests)
+    assert line.calls_saved == 2 * len(alone.requests) - len(judge.requests) > 0
+    for arm in ("base", "strict"):  # every arm's results are complete and count its stand-alone cost
+        for r in range(R):
+            recs = ResultWriter(log_path(out, arm, r)).records()
+            assert [x.status for x in recs] == ["scored"] * n
+            assert sum(x.result_dict()["usage"]["calls"] for x in recs) == len(alone.requests) // R
+
+
+def test_repeats_get_their_own_seeds_where_calls_are_seeded(tmp_path):
+    judge = ScriptedJudge()
+    run(tmp_path, spec(tmp_path, [{"name": "three", "config": {"top_k": 2}}],
+                       baseline={"name": "base", "config": {"votes": 3}}), judge, its=items(1))
+    seeds = Counter((r.sampling.seed if r.sampling else None) for r in judge.requests_for("outcome"))
+    voted = {s for s in seeds if s is not None}
+    assert len(voted) == 6  # 3 votes x 2 repeats, all distinct: a seeded judge draws anew each repeat
+
+
+def test_a_rerun_scores_only_what_is_left_and_a_second_run_is_refused(tmp_path, overlay_factory):
+    folder = overlay_factory("outcome.system.j2", RULE)
+    sp = spec(tmp_path, [{"name": "strict", "prompts": str(folder)}])
+
+    def flaky_outcome(messages, output_model):
+        if "item 1" in ScriptedJudge.text(type("R", (), {"messages": messages})()):
+            raise JudgeUnavailableError("down", stage="outcome")
+        return {"primary_intent": "x", "reasoning": "y", "success": True}
+
+    judge = ScriptedJudge({"outcome": flaky_outcome})
+    out, first = run(tmp_path, sp, judge)
+    assert first.arms["base"].scored == 4 and first.arms["base"].unscored == 2
+    judge2 = ScriptedJudge()
+    _, second = run(tmp_path, sp, judge2)
+    assert second.arms["base"].skipped == 4 and second.arms["base"].scored == 2
+    assert Counter(judge2.stages())["rubric"] == 2  # item 1 in each repeat, once for both arms
+    holder = ResultWriter(log_path(out, "strict", 1))
+    holder.done_ids()  # another run holds one log
+    with pytest.raises(ResultsInUseError):
+        run(tmp_path, sp, ScriptedJudge())
+    holder.close()
+    lines = (out / "runs.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and json.loads(lines[1])["arms"]["strict"]["scored"] == 2
+
+
+def test_identical_arms_and_changed_arms_are_refused(tmp_path, overlay_factory):
+    with pytest.raises(ExperimentSpecError, match="identical"):
+        resolve_arms(spec(tmp_path, [{"name": "same", "config": {"votes": 1}}]))
+    folder = overlay_factory("outcome.system.j2", RULE)
+    sp = spec(tmp_path, [{"name": "strict", "prompts": str(folder)}])
+    run(tmp_path, sp, ScriptedJudge())
+    (folder / "outcome.system.j2").write_text((folder / "outcome.system.j2").read_text() + "\nmore", encoding="utf-8")
+    prompts.clear_caches()  # a new process: templates are read once per process
+    with pytest.raises(ExperimentSpecError, match="other content"):
+        run(tmp_path, sp, ScriptedJudge())
+
+
+def test_a_bad_overlay_or_config_is_refused_before_any_call(tmp_path):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "outcome.system.j2").write_text("{# id: outcome version: 9 #}\n{% if %}", encoding="utf-8")
+    with pytest.raises(ExperimentSpecError, match="arm strict"):
+        resolve_arms(spec(tmp_path, [{"name": "strict", "prompts": "bad"}]))
+    with pytest.raises(ExperimentSpecError, match="not a folder"):
+        resolve_arms(spec(tmp_path, [{"name": "strict", "prompts": "missing"}]))
+    with pytest.raises(ExperimentSpecError, match="invalid config"):
+        resolve_arms(spec(tmp_path, [{"name": "v", "config": {"votes": "many"}}]))
