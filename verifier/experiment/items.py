@@ -125,7 +125,8 @@ def _calibration(spec: ExperimentSpec, cs: CalibrationSet) -> list[Item]:
             continue  # shared data absent: not an item here (calibrate lists it as unavailable)
         band = c.expected.process
         process = True if band.lo >= PASS_THRESHOLD else False if band.hi <= PASS_THRESHOLD else None
-        label = ItemLabel(id=c.name, task_id=c.name, outcome=c.expected.outcome, process=process,
+        # keyed like any rubric file, by the run's own task id (small in-repo runs: read now)
+        label = ItemLabel(id=c.name, task_id=str(c.load().task.id), outcome=c.expected.outcome, process=process,
                           source=str(c.trajectory_path), group=" ".join(c.rules))
         out.append(Item(label=label, load=c.load, rubric=c.provided_rubric))
     return out
