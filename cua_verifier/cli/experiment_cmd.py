@@ -153,7 +153,8 @@ def _run(args: argparse.Namespace, spec: Any, arms: list, items: list, judge_for
 
 
 def report(args: argparse.Namespace) -> int:
-    from verifier.experiment.report import build_report, format_report, write_outputs
+    from verifier.experiment.report import build_report, format_report
+    from verifier.experiment.report_html import write_outputs
 
     out = Path(args.dir)
     try:

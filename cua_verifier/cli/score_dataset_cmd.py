@@ -177,6 +177,10 @@ def run(args: argparse.Namespace, settings: Any = None) -> int:
     if Path(args.out).suffix not in (".parquet", ".jsonl"):
         print("error: --out must end in .parquet or .jsonl", file=sys.stderr)
         return 2
+    if getattr(args, "ray", None) is not None and getattr(args, "prompts", None):
+        print("error: --prompts does not reach Ray actors yet: score without --ray, or install the "
+              "overlay's templates in the package the actors run", file=sys.stderr)
+        return 2
     try:
         check_dependencies(args)
         check_publish_args(args)

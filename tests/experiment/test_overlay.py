@@ -118,3 +118,10 @@ def test_score_uses_the_overlay(tmp_path, overlay_factory, monkeypatch):
     rec = json.loads(out.read_text().splitlines()[0])
     outcome = next(p for p in rec["result"]["prompts"] if p["id"] == "outcome")
     assert outcome["sha256"] == hashlib.sha256((folder / "outcome.system.j2").read_bytes()).hexdigest()
+
+
+def test_score_dataset_on_ray_refuses_an_overlay_it_cannot_ship(tmp_path, overlay_factory, capsys):
+    folder = overlay_factory("outcome.system.j2", RULE)
+    rc = main(["score-dataset", str(tmp_path / "rows.jsonl"), "--out", str(tmp_path / "o.jsonl"), "--ray", "auto",
+               "--prompts", str(folder)])
+    assert rc == 2 and "Ray actors" in capsys.readouterr().err

@@ -185,19 +185,3 @@ def format_report(rep: ExperimentReport) -> str:
     lines.append(f"judge calls saved by sharing unchanged stages between arms: {rep.calls_saved}")
     return "\n".join(lines)
 
-
-def write_outputs(rep: ExperimentReport, out: Path, *, json_path: str | None = None, html_path: str | None = None,
-                  pages: bool = True) -> list[tuple[str, Path]]:
-    """report.json, the rollout pages the flips link to (DIR/pages) and report.html."""
-    from .report_html import build_pages, write_html
-
-    written = []
-    if pages:
-        rep.pages = build_pages(out, rep)
-    jp = Path(json_path) if json_path else out / "report.json"
-    jp.write_text(rep.model_dump_json(indent=1) + "\n", encoding="utf-8")  # NaN -> null (undefined)
-    written.append(("JSON", jp))
-    hp = Path(html_path) if html_path else out / "report.html"
-    write_html(rep, hp, out)
-    written.append(("HTML", hp))
-    return written

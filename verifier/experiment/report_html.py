@@ -114,3 +114,18 @@ def write_html(rep: ExperimentReport, path: Path, out: Path) -> Path:
     meta = [("repeats", str(rep.repeats)), ("items", str(rep.items)), ("bootstrap", f"{rep.n_boot}, seed {rep.seed}"),
             ("calls saved by sharing", str(rep.calls_saved))]
     return render_report(f"Experiment {rep.name}", sections, path, meta=meta)
+
+
+def write_outputs(rep: ExperimentReport, out: Path, *, json_path: str | None = None, html_path: str | None = None,
+                  pages: bool = True) -> list[tuple[str, Path]]:
+    """report.json, the rollout pages the flips link to (DIR/pages) and report.html."""
+    written = []
+    if pages:
+        rep.pages = build_pages(out, rep)
+    jp = Path(json_path) if json_path else out / "report.json"
+    jp.write_text(rep.model_dump_json(indent=1) + "\n", encoding="utf-8")  # NaN -> null (undefined)
+    written.append(("JSON", jp))
+    hp = Path(html_path) if html_path else out / "report.html"
+    write_html(rep, hp, out)
+    written.append(("HTML", hp))
+    return written
