@@ -38,9 +38,13 @@ def register(subparsers: Any) -> None:
     r.add_argument("--no-demo", action="store_true",
                    help="fail instead of starting the CPU demo judge when no judge is configured")
     r.add_argument("--no-report", action="store_true", help="do not write the report at the end")
+    r.add_argument("--ledger", metavar="FILE", help="ledger a completed experiment is appended to "
+                                                    "(default: ledger.jsonl beside the --out folder)")
     r.set_defaults(func=run)
     rep = sub.add_parser("report", help="agreement, paired differences, decisions, flips and cost per arm")
-    rep.add_argument("dir", metavar="DIR", help="an `experiment run --out` folder")
+    rep.add_argument("dir", metavar="DIR", nargs="?", help="an `experiment run --out` folder")
+    rep.add_argument("--ledger", metavar="FILE", help="show the ledger: kappa and FPR across accepted "
+                                                      "iterations (text, and FILE with .html)")
     add_report_args(rep)
     rep.set_defaults(func=report)
 
@@ -148,14 +152,35 @@ def _run(args: argparse.Namespace, spec: Any, arms: list, items: list, judge_for
     if stopped.exit_status is not None or line is None:
         return stopped.exit_status or 130
     if not args.no_report:
-        report(argparse.Namespace(dir=str(out), json=None, html=None, n_boot=1000, seed=0, no_pages=False))
-    return 3 if any(a.unscored for a in line.arms.values()) else 0
+        report(argparse.Namespace(dir=str(out), json=None, html=None, n_boot=1000, seed=0, no_pages=False,
+                                  ledger=None))
+    complete = not any(a.unscored for a in line.arms.values())
+    if complete:
+        _to_ledger(out, Path(args.ledger) if args.ledger else out.resolve().parent / "ledger.jsonl")
+    return 0 if complete else 3
+
+
+def _to_ledger(out: Path, ledger: Path) -> None:
+    """Every verification of DIR is scored: the experiment is complete, so it joins the ledger."""
+    from verifier.experiment.ledger import append_line, line_of
+    from verifier.experiment.report import build_report
+
+    rep = build_report(out)
+    if any(t.unscored for a in rep.arms for t in a.targets.values()):
+        return  # an earlier run left some unscored: not complete yet
+    if append_line(ledger, line_of(rep, out.resolve().name)):
+        print(f"ledger: {rep.name} appended to {ledger}")
 
 
 def report(args: argparse.Namespace) -> int:
     from verifier.experiment.report import build_report, format_report
     from verifier.experiment.report_html import write_outputs
 
+    if getattr(args, "ledger", None):
+        return _ledger(Path(args.ledger))
+    if not args.dir:
+        print("error: experiment report needs DIR or --ledger FILE", file=sys.stderr)
+        return 2
     out = Path(args.dir)
     try:
         rep = build_report(out, n_boot=args.n_boot, seed=args.seed)
@@ -165,4 +190,21 @@ def report(args: argparse.Namespace) -> int:
     print(format_report(rep))
     for kind, path in write_outputs(rep, out, json_path=args.json, html_path=args.html, pages=not args.no_pages):
         print(f"{kind} report written to {path}")
+    return 0
+
+
+def _ledger(path: Path) -> int:
+    from verifier.experiment.ledger import format_ledger, read_ledger, write_ledger_html
+
+    try:
+        lines = read_ledger(path)
+    except (OSError, ValueError) as exc:
+        print(f"error: ledger {path}: {exc}", file=sys.stderr)
+        return 2
+    if not lines:
+        print(f"error: ledger {path}: no completed experiment in it", file=sys.stderr)
+        return 2
+    print(format_ledger(lines))
+    html = write_ledger_html(lines, path.with_suffix(".html"))
+    print(f"HTML ledger written to {html}")
     return 0

@@ -150,3 +150,23 @@ def test_fixed_rubrics_score_every_arm_against_the_same_rubric(tmp_path, judges,
         for line in (tmp_path / "o2" / "arms" / arm / "r0.jsonl").read_text().splitlines():
             crit = json.loads(line)["result"]["criteria"]
             assert [c["name"] for c in crit] == ["Answer"]
+
+
+def test_completed_experiments_join_the_ledger_and_the_accepted_path_is_plotted(tmp_path, judges, capsys):
+    runs = tmp_path / "runs"
+    first = write_spec(tmp_path, {"name": "packaged"}, [{"name": "truthful", "prompts": "truthful"}])
+    assert main(["experiment", "run", str(first), "--out", str(runs / "e1"), "--no-report"]) == 0
+    second = write_spec(tmp_path, {"name": "truthful", "prompts": "truthful"}, [{"name": "packaged"}])
+    assert main(["experiment", "run", str(second), "--out", str(runs / "e2"), "--no-report"]) == 0
+    assert main(["experiment", "run", str(second), "--out", str(runs / "e2"), "--no-report"]) == 0  # nothing new
+    ledger = runs / "ledger.jsonl"
+    lines = [json.loads(x) for x in ledger.read_text().splitlines()]
+    assert [ln["folder"] for ln in lines] == ["e1", "e2"]
+    assert [a["decision"] for a in lines[0]["arms"]] == [None, "accept"]
+    assert [a["decision"] for a in lines[1]["arms"]] == [None, "reject"]
+    capsys.readouterr()
+    assert main(["experiment", "report", "--ledger", str(ledger)]) == 0
+    printed = capsys.readouterr().out
+    assert "kappa 0.000  FPR 1.000" in printed and "kappa 1.000  FPR 0.000" in printed
+    html = ledger.with_suffix(".html").read_text()
+    assert "<polyline" in html and "Accepted iterations" in html

@@ -168,3 +168,24 @@ def test_flips_list_changed_majorities_fixed_first_with_their_votes():
     assert [(f.id, f.effect) for f in out] == [("a", "fixed"), ("b", "fixed"), ("c", "broke")]
     assert out[0].baseline_votes == "1/3 pass" and out[0].arm_votes == "3/3 pass" and out[0].label is True
     assert not flips(["a", "b", "c", "d"], base, base, t)
+
+
+# ---- the ledger's accepted path ------------------------------------------------------------------
+def test_the_accepted_path_starts_at_the_first_baseline_and_takes_each_experiments_best_accepted_arm():
+    from verifier.experiment.ledger import LedgerArm, LedgerLine, accepted_path
+
+    def line(name, *arms):
+        return LedgerLine(at=0, name=name, folder=name, repeats=3, items=10, arms=list(arms))
+
+    base = LedgerArm(name="b", baseline=True, fingerprint="0", kappa=0.5, fpr=0.3)
+    lines = [line("e1", base, LedgerArm(name="x", baseline=False, fingerprint="1", kappa=0.6, fpr=0.2,
+                                        decision="accept", delta_kappa=0.1),
+                  LedgerArm(name="y", baseline=False, fingerprint="2", kappa=0.7, fpr=0.2, decision="accept",
+                            delta_kappa=0.2)),
+             line("e2", base.model_copy(update={"kappa": 0.7}),
+                  LedgerArm(name="z", baseline=False, fingerprint="3", kappa=0.8, fpr=0.4, decision="reject")),
+             line("e3", base, LedgerArm(name="w", baseline=False, fingerprint="4", kappa=0.75, fpr=0.1,
+                                        decision="accept", delta_kappa=0.05))]
+    path = accepted_path(lines)
+    assert [(p.experiment, p.arm, p.kappa) for p in path] == [("e1", "b", 0.5), ("e1", "y", 0.7), ("e3", "w", 0.75)]
+    assert accepted_path([]) == []

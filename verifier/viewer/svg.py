@@ -174,3 +174,38 @@ def scatter(
             f'text-anchor="middle" class="cm">{escape(ylabel)}</text>'
         )
     return _frame(title, body, width=width, height=height)
+
+
+def lines(
+    series: dict[str, Sequence[float]],
+    title: str,
+    *,
+    xlabels: Sequence[str] = (),
+    width: int = 420,
+    height: int = 220,
+) -> Markup:
+    """Values in [0, 1] over a common x (iterations), one polyline per series, with a legend."""
+    n = max((len(v) for v in series.values()), default=0)
+    x0, y0, w, h = 36, 22, width - 46, height - 70 - 14 * len(series)
+
+    def px(i: int) -> float:
+        return x0 + (w * i / (n - 1) if n > 1 else w / 2)
+
+    def py(v: float) -> float:
+        return y0 + h * (1 - min(1.0, max(0.0, v)))
+
+    body = [f'<rect x="{x0}" y="{y0}" width="{w}" height="{h}" class="bg"/>']
+    body += [f'<text x="{x0 - 4}" y="{py(v) + 3}" text-anchor="end" class="cm">{v:g}</text>' for v in (0, 0.5, 1)]
+    for i, label in enumerate(list(xlabels)[:n]):
+        body.append(f'<text x="{px(i):.1f}" y="{y0 + h + 12}" text-anchor="middle" class="cm">{escape(label)}</text>')
+    for k, (name, values) in enumerate(series.items()):
+        colour = PALETTE[k % len(PALETTE)]
+        pts = [(px(i), py(v)) for i, v in enumerate(values) if not math.isnan(v)]
+        if len(pts) > 1:
+            path = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
+            body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        body += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>' for x, y in pts]
+        ly = y0 + h + 30 + 14 * k
+        body += [f'<circle cx="{x0 + 6}" cy="{ly - 4}" r="4" fill="{colour}"/>',
+                 f'<text x="{x0 + 16}" y="{ly}" class="cm">{escape(name)}</text>']
+    return _frame(title, body, width=width, height=height)
