@@ -45,6 +45,10 @@ def build_pages(out: Path, rep: ExperimentReport) -> dict[str, dict[str, list[st
     return links
 
 
+def _num(v: float, digits: int) -> str:
+    return "n/a" if math.isnan(v) else f"{v:,.{digits}f}"
+
+
 def _stat_cell(s: object) -> Cell:
     v, lo, hi = (getattr(s, k, math.nan) for k in ("value", "lo", "hi"))
     if math.isnan(v):
@@ -104,8 +108,9 @@ def write_html(rep: ExperimentReport, path: Path, out: Path) -> Path:
         "Items whose majority verdict changed between the baseline and the arm: read these to find the next "
         "structural change."), tables=[Table.of(["arm", "target", "item", "human", "baseline votes", "arm votes",
                                                "effect", "baseline page", "arm page"], flip_rows)]))
-    cost_rows = [[a.name, a.cost.verifications, a.cost.calls, a.cost.prompt_tokens, a.cost.completion_tokens,
-                  a.cost.judge_latency_s, a.cost.wall_s, a.cost.calls_sent, a.cost.calls_shared] for a in rep.arms]
+    cost_rows = [[a.name, a.cost.verifications, _num(a.cost.calls, 1), _num(a.cost.prompt_tokens, 0),
+                  _num(a.cost.completion_tokens, 0), _num(a.cost.judge_latency_s, 2), _num(a.cost.wall_s, 2),
+                  a.cost.calls_sent, a.cost.calls_shared] for a in rep.arms]
     sections.append(Section(title="Cost per verification", intro=(
         "Calls and tokens an arm costs on its own (shared calls counted as if sent); judge seconds is the "
         "sum of its calls' latencies; wall seconds as measured here; sent and shared are this folder's totals."),
