@@ -7,7 +7,13 @@ import asyncio
 from pipeline_helpers import png
 
 from verifier.cache import StageCache
-from verifier.experiment.sharing import REPEAT_SEED_STRIDE, SharedCallsJudge, Tally, repeat_sampling, request_key
+from verifier.experiment.sharing import (
+    REPEAT_SEED_STRIDE,
+    SharedCallsJudge,
+    Tally,
+    repeat_sampling,
+    request_key,
+)
 from verifier.judge.base import ImagePart, Message, Sampling, TextPart
 from verifier.schemas import Outcome
 from verifier.testing import ScriptedJudge
