@@ -107,7 +107,14 @@ def run(args: argparse.Namespace) -> int:
             from .score_cmd import start_demo
 
             demo = start_demo(argparse.Namespace(judge_url=None, model=None, settings={}))
-        judge_for = _judge_factory(args, demo)
+        make = _judge_factory(args, demo)
+        judges: dict[str, Any] = {}
+        for arm in arms:  # built and probed now, outside the event loop: an unreachable judge is exit 2
+            if arm.judge_key not in judges:
+                judges[arm.judge_key] = make(arm)
+
+        def judge_for(arm: Any) -> Any:
+            return judges[arm.judge_key]
     except (ConfigError, JudgeUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         if demo is not None:

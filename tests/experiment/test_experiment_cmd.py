@@ -170,3 +170,10 @@ def test_completed_experiments_join_the_ledger_and_the_accepted_path_is_plotted(
     assert "kappa 0.000  FPR 1.000" in printed and "kappa 1.000  FPR 0.000" in printed
     html = ledger.with_suffix(".html").read_text()
     assert "<polyline" in html and "Accepted iterations" in html
+
+
+def test_an_unreachable_judge_is_exit_2_before_anything_is_scored(tmp_path, capsys):
+    spec = write_spec(tmp_path, {"name": "base"}, [{"name": "truthful", "prompts": "truthful"}])
+    out = tmp_path / "out"
+    assert main(["experiment", "run", str(spec), "--out", str(out)]) == 2  # the spec's judge: port 9, closed
+    assert "unreachable" in capsys.readouterr().err and not (out / "arms").exists()

@@ -125,3 +125,11 @@ def test_score_dataset_on_ray_refuses_an_overlay_it_cannot_ship(tmp_path, overla
     rc = main(["score-dataset", str(tmp_path / "rows.jsonl"), "--out", str(tmp_path / "o.jsonl"), "--ray", "auto",
                "--prompts", str(folder)])
     assert rc == 2 and "Ray actors" in capsys.readouterr().err
+
+
+def test_bench_refuses_a_bad_overlay_before_any_call(tmp_path, capsys):
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "outcome.system.j2").write_text("no header", encoding="utf-8")
+    rc = main(["bench", "--split", "internal", "--data-dir", str(tmp_path), "--prompts", str(tmp_path / "o"),
+               "--out", str(tmp_path / "b")])
+    assert rc == 2 and "header" in capsys.readouterr().err
