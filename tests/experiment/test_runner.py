@@ -127,3 +127,19 @@ def test_a_bad_overlay_or_config_is_refused_before_any_call(tmp_path):
         resolve_arms(spec(tmp_path, [{"name": "strict", "prompts": "missing"}]))
     with pytest.raises(ExperimentSpecError, match="invalid config"):
         resolve_arms(spec(tmp_path, [{"name": "v", "config": {"votes": "many"}}]))
+
+
+def test_fixed_rubric_lines_of_the_rubric_file_format_load_too(tmp_path):
+    """The loader reads `task_id` and `rubric` of each line and ignores the rest, so lines of the
+    rubric file format (issue 36: format, instruction hash, provenance) load as they are."""
+    from verifier.experiment import load_fixed_rubrics
+
+    rubric = {"criteria": [{"id": "c1", "name": "Answer", "description": "Full: given.", "max_points": 5}]}
+    line = {"format": "cua-rubric", "format_version": 1, "task_id": "t1", "instruction_sha256": "0" * 64,
+            "instruction": "Find it", "rubric": rubric, "provenance": {"writer": "judge"}}
+    path = tmp_path / "rubrics.jsonl"
+    path.write_text(json.dumps(line) + "\n\n", encoding="utf-8")
+    assert [c.name for c in load_fixed_rubrics(path)["t1"].criteria] == ["Answer"]
+    path.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n", encoding="utf-8")
+    with pytest.raises(ExperimentSpecError, match="given twice"):
+        load_fixed_rubrics(path)
