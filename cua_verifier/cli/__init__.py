@@ -5,6 +5,7 @@ the only place that knows them all (add a module name there to add a command).""
 from __future__ import annotations
 
 import argparse
+import contextvars
 import importlib
 import sys
 
@@ -50,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _globals.apply(args)
-    return int(args.func(args) or 0)
+    # A command's context variables (the prompt overlay of --prompts) end with the command: main()
+    # called twice in one process (tests, notebooks) must not score the second run with the first's.
+    return int(contextvars.copy_context().run(args.func, args) or 0)
 
 
 if __name__ == "__main__":

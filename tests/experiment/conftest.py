@@ -7,19 +7,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipeline"))  # pipeline_helpers.make_traj
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # experiment_helpers
 
-from verifier.prompts import prompts_dir
-
-
-def write_overlay(folder: Path, name: str, extra: str, *, version: str = "99") -> Path:
-    """An overlay replacing packaged template `name` with its own text plus `extra` (version bumped)."""
-    source = (prompts_dir() / name).read_text(encoding="utf-8")
-    head, _, rest = source.partition("#}")
-    head = head.rsplit("version:", 1)[0] + f"version: {version} "
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"{head}#}}{rest.rstrip()}\n{extra}\n", encoding="utf-8")
-    return folder
+from experiment_helpers import write_overlay
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import write_overlay
+from experiment_helpers import write_overlay
 
 from cua_verifier.cli import experiment_cmd, main
 from verifier.calibrate import load_suite

@@ -133,3 +133,17 @@ def test_bench_refuses_a_bad_overlay_before_any_call(tmp_path, capsys):
     rc = main(["bench", "--split", "internal", "--data-dir", str(tmp_path), "--prompts", str(tmp_path / "o"),
                "--out", str(tmp_path / "b")])
     assert rc == 2 and "header" in capsys.readouterr().err
+
+
+def test_an_overlay_given_to_one_command_ends_with_it(tmp_path, overlay_factory, monkeypatch):
+    """main() run twice in one process: the second command renders the packaged prompts."""
+    from cua_verifier.cli import score_cmd
+    from verifier.prompts import current_overlay
+
+    monkeypatch.setattr(score_cmd, "build_judge", lambda args: ScriptedJudge())
+    traj_file = tmp_path / "t.json"
+    traj_file.write_text(make_traj(2).model_dump_json(), encoding="utf-8")
+    folder = overlay_factory("outcome.system.j2", RULE)
+    assert main(["score", str(traj_file), "--out", str(tmp_path / "r.jsonl"), "--prompts", str(folder),
+                 "--judge-url", "http://127.0.0.1:9/v1", "--model", "m", "--no-progress"]) == 0
+    assert current_overlay() is None and RULE not in render("outcome.system.j2").text
