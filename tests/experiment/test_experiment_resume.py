@@ -92,3 +92,32 @@ def test_trajectories_with_a_labels_csv(tmp_path):
     assert [(i.label.task_id, i.label.outcome, i.label.process) for i in items] == [
         ("task-0", True, True), ("task-1", False, False), ("task-2", True, None)]
     assert items[0].thunk().traj.task.id == "task-0"
+
+
+def _bench_folder(root: Path) -> Path:
+    """The bench tests' tiny CUAVerifierBench copy (parquet files written on the fly)."""
+    import importlib.util
+
+    pytest.importorskip("datasets")
+    spec = importlib.util.spec_from_file_location("bench_fixture", ROOT / "tests" / "bench" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_bench_folder(root)
+
+
+@pytest.mark.parametrize("source", ["final", "uv_blind"])
+def test_a_cuaverifierbench_split_as_the_labelled_set(tmp_path, source):
+    from verifier.bench.dataset import load_split
+
+    data = _bench_folder(tmp_path / "cuavb")
+    spec = ExperimentSpec.model_validate({"labelled": {"bench": {"split": "fara7b_om2w_browserbase",
+                                                                 "data_dir": "cuavb", "label_source": source}},
+                                          "baseline": {"name": "b"}, "arms": [{"name": "a"}], "folder": tmp_path})
+    items = load_items(spec)
+    tasks = {t.task_id: t.labels for t in load_split("fara7b_om2w_browserbase", data_dir=data)}
+    for it in items:
+        h = tasks[it.label.id]
+        want = (h.final_outcome, h.final_process) if source == "final" else (
+            h.blind_majority_outcome, None if h.blind_median_process_score is None else h.blind_median_process_score >= 0.8)
+        assert (it.label.outcome, it.label.process) == want
+    assert items and items[0].thunk().traj.task.id == items[0].label.task_id
