@@ -143,3 +143,37 @@ def test_fixed_rubric_lines_of_the_rubric_file_format_load_too(tmp_path):
     path.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n", encoding="utf-8")
     with pytest.raises(ExperimentSpecError, match="given twice"):
         load_fixed_rubrics(path)
+
+
+def test_a_judge_that_flips_coins_makes_a_noop_arm_inconclusive(tmp_path, overlay_factory):
+    """Both arms judged by a judge that answers some items by a seeded coin (a fresh flip for every
+    call): the no-op wording change is neither accepted nor rejected, and the report shows the noise."""
+    import hashlib
+    import re
+
+    from verifier.experiment.report import build_report
+
+    n, noisy = 24, 8
+    truth = {f"Find the price of item {k}": bool(k % 2) for k in range(n)}
+    calls: Counter = Counter()
+
+    def outcome(messages, output_model):
+        text = ScriptedJudge.text(type("R", (), {"messages": messages})())
+        task = next(t for t in truth if re.search(re.escape(t) + r"\b", text))
+        k = int(task.rsplit(" ", 1)[1])
+        if k >= noisy:
+            return {"primary_intent": "x", "reasoning": "sure", "success": truth[task]}
+        key = (task, "NOOP" in text)
+        calls[key] += 1
+        coin = hashlib.sha256(repr((key, calls[key])).encode()).digest()[0] % 2 == 0
+        return {"primary_intent": "x", "reasoning": "coin", "success": coin}
+
+    its = [Item(label=ItemLabel(id=f"i{k}", task_id=f"t{k}", outcome=bool(k % 2)),
+                load=lambda k=k: make_traj(1, task=f"Find the price of item {k}", task_id=f"t{k}")) for k in range(n)]
+    folder = overlay_factory("outcome.system.j2", "NOOP: this sentence changes nothing.")
+    out, _ = run(tmp_path, spec(tmp_path, [{"name": "noop", "prompts": str(folder)}], repeats=3),
+                 ScriptedJudge({"outcome": outcome}), its=its, concurrency=8)
+    rep = build_report(out, n_boot=500)
+    base, noop = rep.arms
+    assert base.targets["outcome"].unstable > 0 and base.targets["outcome"].spread["kappa"].range > 0
+    assert noop.decision.verdict == "inconclusive" and "includes 0" in noop.decision.reason, noop.decision.reason
