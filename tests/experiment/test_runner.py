@@ -130,17 +130,26 @@ def test_a_bad_overlay_or_config_is_refused_before_any_call(tmp_path):
 
 
 def test_fixed_rubric_lines_of_the_rubric_file_format_load_too(tmp_path):
-    """The loader reads `task_id` and `rubric` of each line and ignores the rest, so lines of the
-    rubric file format (issue 36: format, instruction hash, provenance) load as they are."""
+    """A rubric file written in the issue-36 format is read by its own loader (`RubricBook`: the
+    same checks as `score --rubrics`); plain {task_id, rubric} lines still load."""
     from verifier.experiment import load_fixed_rubrics
+    from verifier.rubrics.format import RubricLine, RubricProvenance, instruction_sha256
+    from verifier.schemas import Rubric
 
-    rubric = {"criteria": [{"id": "c1", "name": "Answer", "description": "Full: given.", "max_points": 5}]}
-    line = {"format": "cua-rubric", "format_version": 1, "task_id": "t1", "instruction_sha256": "0" * 64,
-            "instruction": "Find it", "rubric": rubric, "provenance": {"writer": "judge"}}
+    rubric = Rubric.model_validate({"stated_subgoals": ["answer"], "self_audit": "ok", "criteria": [
+        {"id": "c1", "name": "Answer", "description": "Full: given.", "max_points": 5}]})
+    line = RubricLine(task_id="t1", instruction="Find it", instruction_sha256=instruction_sha256("Find it"),
+                      rubric=rubric, provenance=RubricProvenance(model="judge", written_at="2026-12-06T00:00:00Z"))
     path = tmp_path / "rubrics.jsonl"
-    path.write_text(json.dumps(line) + "\n\n", encoding="utf-8")
+    path.write_text(line.to_json_line() + "\n", encoding="utf-8")
     assert [c.name for c in load_fixed_rubrics(path)["t1"].criteria] == ["Answer"]
-    path.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n", encoding="utf-8")
+    broken = json.loads(line.to_json_line())
+    broken["rubric"]["criteria"][0]["max_points"] = 999
+    path.write_text(json.dumps(broken) + "\n", encoding="utf-8")
+    with pytest.raises(ExperimentSpecError, match="rubric file"):  # the file's own checks ran
+        load_fixed_rubrics(path)
+    plain = {"task_id": "t1", "rubric": rubric.model_dump(mode="json")}
+    path.write_text(json.dumps(plain) + "\n" + json.dumps(plain) + "\n", encoding="utf-8")
     with pytest.raises(ExperimentSpecError, match="given twice"):
         load_fixed_rubrics(path)
 
@@ -177,3 +186,25 @@ def test_a_judge_that_flips_coins_makes_a_noop_arm_inconclusive(tmp_path, overla
     base, noop = rep.arms
     assert base.targets["outcome"].unstable > 0 and base.targets["outcome"].spread["kappa"].range > 0
     assert noop.decision.verdict == "inconclusive" and "includes 0" in noop.decision.reason, noop.decision.reason
+
+
+def test_a_fixed_rubric_written_for_another_instruction_refuses_the_item_naming_both():
+    """With a rubric file, an item whose instruction is not the one its rubric was written for is
+    refused when it is loaded (RubricMismatchError: unscored, as under `score --rubrics`)."""
+    from verifier.errors import RubricMismatchError
+    from verifier.experiment.items import _hash_checked
+    from verifier.rubrics.format import RubricLine, RubricProvenance, instruction_sha256
+    from verifier.schemas import Rubric
+    from verifier.trajectory import Task, Trajectory
+
+    rubric = Rubric.model_validate({"stated_subgoals": ["answer"], "self_audit": "ok", "criteria": [
+        {"id": "c1", "name": "Answer", "description": "Full: given.", "max_points": 5}]})
+    line = RubricLine(task_id="t1", instruction="Find the opening hours", rubric=rubric,
+                      instruction_sha256=instruction_sha256("Find the opening hours"),
+                      provenance=RubricProvenance(model="judge", written_at="2026-12-06T00:00:00Z"))
+    same = Trajectory(task=Task(id="t1", instruction="Find the opening hours"))
+    assert _hash_checked(lambda: same, line, "fixed rubrics f")() is same
+    edited = Trajectory(task=Task(id="t1", instruction="Find the closing hours"))
+    with pytest.raises(RubricMismatchError, match="closing hours") as info:
+        _hash_checked(lambda: edited, line, "fixed rubrics f")()
+    assert "opening hours" in str(info.value)

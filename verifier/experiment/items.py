@@ -59,16 +59,29 @@ class Item:
 
 
 def load_fixed_rubrics(path: str | Path) -> dict[str, Rubric]:
-    """task_id -> Rubric from a JSONL file of ``{"task_id": ..., "rubric": {...}}`` lines.
+    """task_id -> Rubric from a rubric file (`cua-verifier rubrics`, docs/rubrics.md), checked as
+    `score --rubrics` checks it (contracts, ids, the permission guard: `RubricBook`), or from plain
+    ``{"task_id": ..., "rubric": {...}}`` lines (a hand-made set with no instruction hashes)."""
+    return {tid: rubric for tid, (rubric, _) in _fixed(path).items()}
 
-    The one seam with rubric files (`cua-verifier rubrics`, issue 36): point it at that loader
-    once it exists; nothing else here reads the format."""
-    out: dict[str, Rubric] = {}
+
+def _fixed(path: str | Path) -> dict[str, tuple[Rubric, Any]]:
+    """task_id -> (rubric, its rubric-file line or None for a plain line)."""
+    out: dict[str, tuple[Rubric, Any]] = {}
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise ExperimentSpecError(f"fixed rubrics {path}: {exc}") from exc
+    if any('"format_version"' in line for line in lines):  # the rubric file format: its own loader and checks
+        from ..errors import RubricFileError
+        from ..rubrics.book import RubricBook
+
+        try:
+            book = RubricBook.load(path)
+        except RubricFileError as exc:
+            raise ExperimentSpecError(f"fixed rubrics: {exc}") from exc
+        return {tid: (line.rubric, line) for tid, (_, line) in book.entries.items()}
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -79,8 +92,20 @@ def load_fixed_rubrics(path: str | Path) -> dict[str, Rubric]:
             raise ExperimentSpecError(f"fixed rubrics {path}:{n}: expected {{task_id, rubric}} ({exc})") from exc
         if tid in out:
             raise ExperimentSpecError(f"fixed rubrics {path}:{n}: task {tid!r} given twice")
-        out[tid] = rubric
+        out[tid] = (rubric, None)
     return out
+
+
+def _hash_checked(load: Callable[[], Any], line: Any, where: str) -> Callable[[], Any]:
+    """`load`, refusing a trajectory whose instruction is not the one its rubric was written for
+    (`RubricMismatchError`, naming both: the item is unscored, as under `score --rubrics`)."""
+    from ..rubrics.book import mismatch
+
+    def checked() -> Any:
+        traj = load()
+        mismatch(traj.task, line, where)
+        return traj
+    return checked
 
 
 def load_items(spec: ExperimentSpec, fixed_rubrics: str | Path | None = None) -> list[Item]:
@@ -103,12 +128,14 @@ def load_items(spec: ExperimentSpec, fixed_rubrics: str | Path | None = None) ->
         raise ExperimentSpecError(f"{len(unlabelled)} item(s) have no label, e.g. {unlabelled[0]!r}")
     path = fixed_rubrics or (spec.path(spec.fixed_rubrics) if spec.fixed_rubrics else None)
     if path is not None:
-        rubrics = load_fixed_rubrics(path)
+        rubrics = _fixed(path)
         missing = sorted({i.label.task_id for i in items} - set(rubrics))
         if missing:
             raise ExperimentSpecError(f"fixed rubrics {path}: no rubric for {len(missing)} task(s), e.g. {missing[0]!r}")
         for it in items:
-            it.rubric = rubrics[it.label.task_id]
+            it.rubric, line = rubrics[it.label.task_id]
+            if line is not None:
+                it.load = _hash_checked(it.load, line, f"fixed rubrics {path}")
     return items
 
 
