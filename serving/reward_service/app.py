@@ -26,7 +26,6 @@ from .core import Refused, RewardService
 from .inline import DecodedImages
 from .models import BatchRequest, BatchResponse, ErrorBody, ErrorDetail, OpenRLHFRequest, VerifyRequest
 
-
 OPEN_PATHS = frozenset({"/health"})  # answered without the API key
 
 
@@ -67,8 +66,8 @@ class Gate:
                                  max_body_bytes=cfg.max_body_bytes)
         if refusal is None:
             await self.app(scope, receive, counted_send)
-        else:
-            await refusal(scope, _replay(b""), counted_send)  # the body (if any) is never read
+        else:  # the body (if any) is never read, and the connection is closed (protocol.py lingers)
+            await closing(refusal, scope)(scope, _replay(b""), counted_send)
         m = self.service.metrics
         m.requests.labels(endpoint=endpoint, status=str(status["code"])).inc()
         m.latency.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
@@ -90,11 +89,21 @@ class BodyReader:
         if isinstance(body, list):  # replayed as it came: the parser reads it without a join
             return await self.app(scope, _replay(body), send)
         if body == "too_large":
-            refusal = _error(413, "too_large", f"request body over {cfg.max_body_bytes} bytes")
+            refusal = closing(_error(413, "too_large", f"request body over {cfg.max_body_bytes} bytes"), scope)
         else:
             refusal = _error(408, "timeout", f"request body not received within {cfg.body_timeout_s:g}s",
                              {"Connection": "close"})
         await refusal(scope, _replay(b""), send)
+
+
+def closing(refusal: JSONResponse, scope: dict) -> JSONResponse:
+    """`refusal`, with `Connection: close` when the request has a body it leaves unread: keeping the
+    connection would mean reading (and parsing) all of that body, whatever its declared size, for a
+    client that was refused (issue 38 §8). The server's protocol answers, then lingers (protocol.py)."""
+    if any(k == b"transfer-encoding" or (k == b"content-length" and v.strip() not in (b"", b"0"))
+           for k, v in scope["headers"]):
+        refusal.headers["connection"] = "close"
+    return refusal
 
 
 def header_refusal(headers: dict[bytes, bytes], key: str | None, *, open_path: bool,
@@ -275,6 +284,6 @@ def _over_budget(service: RewardService) -> Any:
     async def answer(scope: dict, receive: Any, send: Any, retry_after: int) -> None:
         service.metrics.rejected.labels(reason="bytes_in_flight").inc()
         b = service.budget
-        await _error(429, "queue_full", f"bytes in flight at the --max-inflight-mb bound ({b.in_flight} of "
-                     f"{b.capacity})", {"Retry-After": str(retry_after)})(scope, receive, send)
+        await closing(_error(429, "queue_full", f"bytes in flight at the --max-inflight-mb bound ({b.in_flight} "
+                             f"of {b.capacity})", {"Retry-After": str(retry_after)}), scope)(scope, receive, send)
     return answer

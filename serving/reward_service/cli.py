@@ -34,6 +34,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--grace-s", type=float, default=30.0, help="shutdown: seconds to finish in-flight work")
     p.add_argument("--body-timeout-s", type=float, default=60.0,
                    help="seconds a client may take to send its request body (408 after)")
+    p.add_argument("--header-timeout-s", type=float, default=10.0,
+                   help="seconds a client may take to send its request line and headers (408 after)")
+    p.add_argument("--max-header-kb", type=float, default=64.0,
+                   help="largest request line and headers (431 above), checked before the API key")
     p.add_argument("--replicas", type=int, default=1, help="replicas on Ray Serve, with task affinity (every "
                    "rollout of a task on one replica); 1 without --ray: one process, no Ray (default)")
     p.add_argument("--ray", metavar="ADDRESS", help="run on Ray Serve in this cluster (host:port, auto); "
@@ -69,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
                                max_inflight_bytes=int(args.max_inflight_mb * 2**20),
                                admission_wait_s=args.admission_wait_s,
                                deadline_s=args.deadline_s, grace_s=args.grace_s,
-                               body_timeout_s=args.body_timeout_s)
+                               body_timeout_s=args.body_timeout_s, header_timeout_s=args.header_timeout_s,
+                               max_header_bytes=int(args.max_header_kb * 1024))
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

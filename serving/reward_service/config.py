@@ -32,6 +32,11 @@ class ServiceConfig(BaseModel):
     max_deadline_s: float = Field(default=3600.0, gt=0)
     grace_s: float = Field(default=30.0, ge=0, description="shutdown: time to finish in-flight work")
     body_timeout_s: float = Field(default=60.0, gt=0, description="a request body not all received by then: 408")
+    max_header_bytes: int = Field(default=64 * 1024, ge=1024, description="a request head (request line and "
+                                  "headers) over it: 431, before the API key is read")
+    header_timeout_s: float = Field(default=10.0, gt=0, description="a request head not all received by then: 408")
+    linger_s: float = Field(default=2.0, ge=0, description="a refusal before the body: how long what the client "
+                            "still sends is read and dropped before the close, so it sees the answer")
 
     def api_key(self) -> str | None:
         """The key, or None when the variable is unset or blank (spaces are not a key)."""

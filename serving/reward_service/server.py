@@ -20,6 +20,7 @@ from .app import create_app
 from .config import ServiceConfig
 from .core import RewardService
 from .memory import settle_gc, tune_allocator
+from .protocol import bounded_protocol
 
 
 class _Server(uvicorn.Server):
@@ -56,8 +57,10 @@ def serve(settings: RewardSettings, config: ServiceConfig, *, log_level: str = "
         print(f"error: {exc}", file=sys.stderr)
         return 2
     app = create_app(settings, config, service)
+    http = bounded_protocol(max_head_bytes=config.max_header_bytes, head_timeout_s=config.header_timeout_s,
+                            linger_s=config.linger_s)
     uv = uvicorn.Config(app, host=config.host, port=config.port, log_level=log_level, access_log=False,
-                        timeout_graceful_shutdown=int(config.grace_s) + 5, lifespan="off")
+                        timeout_graceful_shutdown=int(config.grace_s) + 5, lifespan="off", http=http)
     settle_gc()  # the service is built: freeze it out of the collector's walks (see memory.py)
     _Server(uv, service).run()
     return 0

@@ -53,3 +53,110 @@ def test_random_paths_add_no_metric_series(svc):
     assert len(after) < len(before) + 2000, (len(before), len(after))  # counts grow, labels do not
     assert 'endpoint="other",status="401"' in after and 'endpoint="other",status="404"' in after
     assert 'endpoint="/metrics"' in after  # real routes keep their own label
+
+
+def _connect(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=15)
+
+
+def _answer_or_drop(sock: socket.socket, wait_s: float) -> tuple[bytes | None, float]:
+    """What the server sent (b"" for a plain close, None if it still held the connection open after
+    `wait_s`), and when."""
+    start = time.monotonic()
+    sock.settimeout(wait_s)
+    try:
+        data = sock.recv(200)
+    except TimeoutError:
+        return None, wait_s
+    except OSError:
+        data = b""
+    return data, time.monotonic() - start
+
+
+def test_huge_request_heads_are_refused_in_bounded_memory(svc):
+    """20 connections each sending a 16 MB header: each is answered 431 (or closed) within 5 s
+    and the service's RSS grows by under 40 MB. Before: 87 -> 458 MB, none dropped in 90 s."""
+    proc = psutil.Process(svc.proc.pid)
+    base, peak = proc.memory_info().rss, 0
+    socks = [_connect(svc.url) for _ in range(20)]
+
+    def flood(sock: socket.socket) -> None:
+        try:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\nX-Big: ")
+            for _ in range(256):  # 16 MB
+                sock.sendall(b"a" * 65536)
+        except OSError:
+            pass  # dropped: what the test wants
+
+    threads = [threading.Thread(target=flood, args=(s,), daemon=True) for s in socks]
+    start = time.monotonic()
+    for t in threads:
+        t.start()
+    answers = []
+    for s in socks:
+        data, _ = _answer_or_drop(s, max(0.1, start + 5 - time.monotonic()))
+        answers.append(data)
+        peak = max(peak, proc.memory_info().rss)
+    took = time.monotonic() - start
+    for s in socks:
+        s.close()
+    assert all(a is not None for a in answers) and took < 6, (took, answers)
+    assert any(a and a.startswith(b"HTTP/1.1 431") for a in answers), answers
+    assert (peak - base) < 40 * 2**20, (base / 2**20, peak / 2**20)
+    assert httpx.get(f"{svc.url}/health", timeout=10).status_code == 200  # still serving
+
+
+def test_slow_and_silent_request_heads_are_dropped_after_the_head_timeout():
+    """A header sent a byte at a time, and a connection that sends nothing, are dropped once
+    --header-timeout-s (1 s here) has passed, not held open for as long as the client likes."""
+    with LoopbackJudge() as judge, Service(judge.url, "--header-timeout-s", "1") as svc:
+        slow, silent = _connect(svc.url), _connect(svc.url)
+        slow.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\n")
+        start, answer = time.monotonic(), None
+        try:
+            while time.monotonic() - start < 8:
+                slow.sendall(b"X")
+                slow.settimeout(0.25)
+                try:
+                    answer = slow.recv(200)
+                    break
+                except TimeoutError:
+                    continue
+        except OSError:
+            answer = b""
+        took = time.monotonic() - start
+        quiet, quiet_took = _answer_or_drop(silent, 8)
+        slow.close()
+        silent.close()
+    assert answer is not None and answer.startswith(b"HTTP/1.1 408") and 0.8 < took < 3, (answer, took)
+    assert quiet == b"" and quiet_took < 3, (quiet, quiet_took)
+
+
+def test_a_refused_upload_sees_its_answer_and_is_not_read_to_its_end(svc):
+    """A wrong key on a body declared at 10 GB, sent at up to 64 MB/s: the client reads the 401, and
+    the server stops taking the body within its linger (2 s), with a FIN after the answer, instead
+    of reading all of it (before: the whole body was read, and parsed, for an unauthenticated
+    client; one that sent past its length, or that the server closed on, got a reset)."""
+    sock = _connect(svc.url)
+    sock.sendall(b"POST /v1/verify HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer wrong\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n")
+    stopped = {}
+
+    def pump() -> None:
+        start = time.monotonic()
+        try:
+            while time.monotonic() - start < 8:
+                sock.sendall(b" " * 65536)
+                time.sleep(0.001)
+        except OSError as exc:
+            stopped["after"], stopped["error"] = time.monotonic() - start, exc
+
+    sender = threading.Thread(target=pump, daemon=True)
+    sender.start()
+    answer, _ = _answer_or_drop(sock, 10)
+    sender.join(15)
+    sock.close()
+    assert answer is not None and answer.startswith(b"HTTP/1.1 401"), answer
+    assert b"connection: close" in answer.lower() or "after" in stopped
+    assert stopped.get("after", 99) < 6, stopped
