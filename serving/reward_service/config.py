@@ -35,6 +35,7 @@ class ServiceConfig(BaseModel):
     max_header_bytes: int = Field(default=64 * 1024, ge=1024, description="a request head (request line and "
                                   "headers) over it: 431, before the API key is read")
     header_timeout_s: float = Field(default=10.0, gt=0, description="a request head not all received by then: 408")
+    ready_cache_s: float = Field(default=5.0, ge=0, description="how long /ready reuses its probe of the judge")
     linger_s: float = Field(default=2.0, ge=0, description="a refusal before the body: how long what the client "
                             "still sends is read and dropped before the close, so it sees the answer")
 

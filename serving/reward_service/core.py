@@ -39,6 +39,7 @@ from .memory import IdleRelease
 from .metrics import CountingJudge, ServiceMetrics
 from .models import ItemResult
 from .queue import AdmissionQueue
+from .readiness import Readiness
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,8 @@ class RewardService:
         self.queue = AdmissionQueue(config.queue_size, concurrency=settings.max_concurrency)
         self.budget = ByteBudget(config.max_inflight_bytes, wait_s=config.admission_wait_s)
         self.root = config.media_path()
+        self.readiness = Readiness(settings.judge if settings.judge_factory is None else {},
+                                   ttl_s=config.ready_cache_s)
         self.draining = False
         self.replica: str | None = None  # the Ray Serve replica id (serve_app), None in one process
         self.board: Any = None  # serve_board.Board on Ray Serve: /health, /metrics for the deployment

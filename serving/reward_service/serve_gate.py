@@ -37,8 +37,8 @@ CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
 CALLBACK = "serving.reward_service.serve_gate:proxy_middlewares"
 MARKER = (b"x-cua-gate", b"proxy")
 TASK_HEADER = b"x-cua-task"
-OPEN_PATHS = ("/health", "/-/healthz")
-SERVICE_PATHS = ("/health", "/metrics", "/v1/verify", "/v1/verify/batch", "/v1/openrlhf")
+OPEN_PATHS = ("/health", "/ready", "/-/healthz")
+SERVICE_PATHS = ("/health", "/ready", "/metrics", "/v1/verify", "/v1/verify/batch", "/v1/openrlhf")
 REPLICA_HEADER = b"x-cua-replica"  # set by every replica (serve_app)
 RETRY_AFTER_S = 5
 
