@@ -4,11 +4,20 @@ uvicorn's own graceful shutdown waits for open requests and then cancels them, w
 as a dropped connection. Here SIGTERM/SIGINT first makes the service refuse new work (503 +
 Retry-After), lets in-flight verifications finish for `grace_s`, answers the rest 503, and only
 then hands over to uvicorn's shutdown.
+
+A stop asked for by SIGTERM or SIGINT that drained is a clean exit: 0. uvicorn raises the signal
+again once it has shut down, so the process died of it (exit -15: a supervisor reads a crash,
+issue 38 §8); here the signal is not raised again. A second SIGINT (force exit) cuts the drain
+short and exits 128 + the signal, as `score` does.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
@@ -40,6 +49,24 @@ class _Server(uvicorn.Server):
         await self.service.drain()
         await super().shutdown(sockets)
 
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's, without raising the captured signal again after the shutdown (see the module)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handled = (signal.SIGINT, signal.SIGTERM)
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+
+    def exit_code(self) -> int:
+        forced = self.force_exit and self._captured_signals
+        return 128 + int(self._captured_signals[-1]) if forced else 0
+
 
 async def _probe(service: RewardService) -> None:
     """Build the judge once so a missing URL/model fails at start, not on the first request."""
@@ -62,5 +89,6 @@ def serve(settings: RewardSettings, config: ServiceConfig, *, log_level: str = "
     uv = uvicorn.Config(app, host=config.host, port=config.port, log_level=log_level, access_log=False,
                         timeout_graceful_shutdown=int(config.grace_s) + 5, lifespan="off", http=http)
     settle_gc()  # the service is built: freeze it out of the collector's walks (see memory.py)
-    _Server(uv, service).run()
-    return 0
+    server = _Server(uv, service)
+    server.run()
+    return server.exit_code()
