@@ -1,7 +1,7 @@
 """The FastAPI application: routes, API-key check, body-size limit and per-request metrics.
 
-Routes: `GET /health` (open), `GET /metrics` (Prometheus text), `POST /v1/verify` (one
-trajectory -> its VerificationResult), `POST /v1/verify/batch` (one ItemResult per trajectory),
+Routes: `GET /health` (liveness, open), `GET /ready` (readiness: the judge answers; open), `GET /metrics`
+(Prometheus text), `POST /v1/verify` (one trajectory -> its VerificationResult), `POST /v1/verify/batch` (one ItemResult per trajectory),
 `POST /v1/openrlhf` (OpenRLHF's remote reward-model body -> `{"rewards", "scores", "extra_logs"}`).
 """
 from __future__ import annotations
@@ -16,17 +16,21 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from verifier import __version__
 from verifier.errors import CuaVerifierError
+from verifier.result import VerificationResult
 from verifier.settings import RewardSettings
 
+from . import openapi
 from .body import BadBody, read_model
 from .budget import ByteAdmission
 from .config import ServiceConfig
 from .core import Refused, RewardService
 from .inline import DecodedImages
 from .models import BatchRequest, BatchResponse, ErrorBody, ErrorDetail, OpenRLHFRequest, VerifyRequest
+from .readiness import ready_answer
 
-OPEN_PATHS = frozenset({"/health"})  # answered without the API key
+OPEN_PATHS = frozenset({"/health", "/ready"})  # answered without the API key
 
 
 def _error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -191,7 +195,8 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
     """The ASGI app (wrapped in the body limit). `app.state.service` is the shared service."""
     service = service or RewardService(settings, config)
     key = config.api_key()
-    app = FastAPI(title="cua-verifier reward service", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="cua-verifier reward service", docs_url=None, redoc_url=None, openapi_url="/openapi.json")
+    openapi.install(app, __version__)
     app.state.service = service
 
     @app.exception_handler(BadBody)
@@ -207,13 +212,19 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         own = local_health(service)
         return await service.board.health(own) if service.board else own  # Ray Serve: the deployment's
 
+    @app.get("/ready")
+    async def ready() -> JSONResponse:
+        """Readiness: 503 while the judge does not answer (a cached probe) or the service drains."""
+        status, body = await ready_answer(service)
+        return JSONResponse(body, status_code=status, headers={"Retry-After": "5"} if status == 503 else None)
+
     @app.get("/metrics")
     async def metrics() -> Response:
         own = generate_latest(service.metrics.registry)
         text = await service.board.metrics(own) if service.board else own
         return Response(text, media_type=CONTENT_TYPE_LATEST)
 
-    @app.post("/v1/verify")
+    @app.post("/v1/verify", responses=openapi.answers(VerificationResult))
     async def verify(request: Request) -> Any:
         decoded = DecodedImages()
         body = await read_model(request, VerifyRequest, decoded)
@@ -224,7 +235,7 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         return _error(item.http_status, item.error_type or "error", item.reason or "",
                       {"Retry-After": str(item.retry_after)} if item.retry_after else None)
 
-    @app.post("/v1/verify/batch")
+    @app.post("/v1/verify/batch", responses=openapi.answers(BatchResponse))
     async def verify_batch(request: Request) -> Any:
         decoded = DecodedImages()
         body = await read_model(request, BatchRequest, decoded)
@@ -235,7 +246,7 @@ def create_app(settings: RewardSettings, config: ServiceConfig, service: RewardS
         items = await service.verify_records(body.trajectories, body.deadline_s, decoded, **given_all)
         return BatchResponse(results=items).model_dump()
 
-    @app.post("/v1/openrlhf")
+    @app.post("/v1/openrlhf", responses=openapi.answers())
     async def openrlhf(request: Request, reward: str = "combined", on_failure: str | None = None,
                        require_screenshots: bool = False) -> Any:
         """OpenRLHF's remote-RM body; `?reward=combined|process|outcome&on_failure=mean|error|<number>`

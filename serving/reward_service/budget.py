@@ -4,11 +4,14 @@ Why: a request's memory is its body (base64 screenshots, up to `--max-body-mb`) 
 parsed from it, held until its verification ends. Counting requests let 256 queued requests of
 up to 64 MB reach many GB; counting their bytes bounds the service's memory whatever their size.
 
-`ByteBudget` reserves a request's Content-Length (a chunked body: the body limit) *before* a byte
-of the body is read and releases it when the response has been sent. A request that does not fit
-waits up to `wait_s` for bytes to free (the client's body meanwhile stays in its socket buffers),
-then gets 429 with a Retry-After. A request larger than the whole budget is admitted alone, when
-nothing else is in flight, so no valid request can starve.
+`ByteAdmission` reserves a request's bytes in `ByteBudget` as they arrive, a grant at a time (1 MB,
+or the declared Content-Length if smaller), and releases them when the response has been sent.
+Reserving the declared length up front let six slow uploads that announced 64 MB each (and sent a
+byte every 5 s) hold the whole 384 MB budget, so a 1 kB request got 429 after 30 s (issue 38 §8);
+now a client holds what it has sent, plus one grant. The first grant is reserved before a byte is
+read. A request whose next grant does not fit waits up to `wait_s` for bytes to free (its body
+meanwhile stays in its socket buffers), then gets 429 with a Retry-After. A request larger than the
+whole budget is admitted alone, when nothing else is in flight, so no valid request can starve.
 """
 from __future__ import annotations
 
@@ -32,20 +35,30 @@ class ByteBudget:
         self._rate = 0.0  # EWMA of bytes released per second, for Retry-After
 
         self._last_release = time.monotonic()
+        self._readers: dict[int, None] = {}  # requests reading their body, in admission order
 
-    def _fits(self, n: int) -> bool:
-        return self.in_flight + n <= self.capacity or self.in_flight == 0
+    def _fits(self, n: int, held: int, reader: object | None) -> bool:
+        return (self.in_flight + n <= self.capacity or self.in_flight == held
+                or (reader is not None and next(iter(self._readers), None) == id(reader)))
 
-    async def acquire(self, n: int) -> bool:
-        """Reserve `n` bytes, waiting up to `wait_s`; False when they did not free in time."""
+    async def acquire(self, n: int, *, held: int = 0, reader: object | None = None) -> bool:
+        """Reserve `n` more bytes for a request that holds `held` already, waiting up to `wait_s`;
+        False when they did not free in time. A request that holds all there is in flight may grow
+        past the capacity (it is alone), and so may the oldest `reader` still reading its body: with
+        bytes reserved as they arrive, bodies half read could otherwise fill the budget and wait on
+        each other until all got 429. So the bound is the capacity plus one body."""
+        if self._fits(n, held, reader):  # the common case, without the condition's lock
+            self.in_flight += n
+            self.high_water = max(self.high_water, self.in_flight)
+            return True
         if self._freed is None:
             self._freed = asyncio.Condition()
         async with self._freed:
-            if not self._fits(n):
+            if not self._fits(n, held, reader):
                 self.waiting += 1
                 start = time.monotonic()
                 try:
-                    await asyncio.wait_for(self._freed.wait_for(lambda: self._fits(n)), self.wait_s)
+                    await asyncio.wait_for(self._freed.wait_for(lambda: self._fits(n, held, reader)), self.wait_s)
                 except TimeoutError:
                     self.rejected += 1
                     return False
@@ -56,15 +69,29 @@ class ByteBudget:
             self.high_water = max(self.high_water, self.in_flight)
             return True
 
+    def start_reading(self, reader: object) -> None:
+        self._readers[id(reader)] = None
+
+    async def done_reading(self, reader: object) -> None:
+        if id(reader) not in self._readers:
+            return
+        first = next(iter(self._readers)) == id(reader)
+        del self._readers[id(reader)]
+        if first:
+            await self._notify()  # the next oldest reader may now go past the capacity
+
+    async def _notify(self) -> None:
+        if self._freed is not None:
+            async with self._freed:
+                self._freed.notify_all()
+
     async def release(self, n: int) -> None:
         now = time.monotonic()
         dt = max(1e-3, now - self._last_release)
         self._rate = 0.8 * self._rate + 0.2 * (n / dt)
         self._last_release = now
         self.in_flight = max(0, self.in_flight - n)
-        if self._freed is not None:
-            async with self._freed:
-                self._freed.notify_all()
+        await self._notify()
 
     def retry_after(self, n: int) -> int:
         """Seconds until `n` bytes are likely free, from the recent release rate (1 to 60)."""
@@ -74,8 +101,15 @@ class ByteBudget:
         return max(1, min(60, math.ceil(need / self._rate)))
 
 
+GRANT = 2**20  # bytes reserved at a time as a body arrives
+
+
+class _NoBytes(Exception):
+    """The next grant of a body did not fit within the wait."""
+
+
 class ByteAdmission:
-    """Pure ASGI: POST/PUT/PATCH requests reserve their body's bytes in `budget` before it is read.
+    """Pure ASGI: POST/PUT/PATCH requests reserve their body's bytes in `budget` as it is read.
 
     `on_reject(scope, receive, send, retry_after)` answers a request that did not get its bytes."""
 
@@ -85,13 +119,39 @@ class ByteAdmission:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
-        n = _declared_length(scope) or self.chunked_bytes
-        if not await self.budget.acquire(n):
-            return await self.on_reject(scope, receive, send, self.budget.retry_after(n))
+        declared = _declared_length(scope)
+        first = min(GRANT, declared if declared is not None else self.chunked_bytes)
+        if not await self.budget.acquire(first):
+            return await self.on_reject(scope, receive, send, self.budget.retry_after(first))
+        held = {"bytes": first, "read": 0, "started": False}
+        self.budget.start_reading(held)
+
+        async def reserving_receive() -> dict:
+            message = await receive()
+            held["read"] += len(message.get("body", b""))
+            need = held["read"] - held["bytes"]
+            if need > 0:
+                more = max(need, GRANT)
+                if not await self.budget.acquire(more, held=held["bytes"], reader=held):
+                    raise _NoBytes(more)
+                held["bytes"] += more
+            if not message.get("more_body"):
+                await self.budget.done_reading(held)
+            return message
+
+        async def watched_send(message: dict) -> None:
+            held["started"] = held["started"] or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, reserving_receive, watched_send)
+        except _NoBytes as exc:
+            if held["started"]:
+                raise
+            await self.on_reject(scope, receive, send, self.budget.retry_after(exc.args[0]))
         finally:
-            await self.budget.release(n)
+            await self.budget.done_reading(held)
+            await self.budget.release(held["bytes"])
 
 
 def _declared_length(scope: dict) -> int | None:
