@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from serving.reward_service.loadtest import LoopbackJudge, run_load
+from serving.perf.loadtest import LoopbackJudge, run_load
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("service_args", nargs="*", help="extra serve-reward options (after --)")
     a = p.parse_args(argv)
     if a.real:
-        from serving.reward_service.realload import real_run, summarize
+        from serving.perf.realload import real_run, summarize
 
         runs = []
         for _ in range(max(1, a.repeat)):

@@ -117,6 +117,20 @@ def test_lint_imports_fails_on_a_back_arrow_and_on_a_cycle(tmp_path):
     assert "4 broken" in out
 
 
+def test_the_service_package_holds_only_the_service_and_never_imports_the_harness(tmp_path):
+    """Issue 38 §9: the load generators and the benchmark's bounds live in `serving/perf`, beside the
+    other benchmark harness, not among the service's modules; the service importing them breaks a
+    contract (planted in a copy)."""
+    service = {p.stem for p in (REPO / "serving" / "reward_service").glob("*.py")}
+    assert not service & {"loadtest", "realload", "bounds"}, service
+    tree = _copy_tree(tmp_path)
+    with open(tree / "serving" / "reward_service" / "core.py", "a", encoding="utf-8") as fh:
+        fh.write("\nfrom serving.perf import loadtest  # noqa: E402,F401 - planted\n")
+    out = _lint_imports(tree).stdout
+    assert "serving.reward_service.core -> serving.perf.loadtest" in out, out[-3000:]
+    assert "benchmark harness" in out.split("Broken contracts")[1]
+
+
 def test_no_module_imports_itself_back_through_any_loop(tmp_path):
     assert _cycles(REPO) == []
     tree = _copy_tree(tmp_path)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from serving.reward_service.loadtest import trajectory
+from serving.perf.loadtest import trajectory
 
 
 def write_source(path: Path, *, tasks: int, per_task: int) -> Path:
@@ -32,7 +32,7 @@ write_rows(sys.argv[1], *map(int, sys.argv[2:]))
 #: prints its URL, then on a line of stdin its replies per schema.
 _JUDGE = """
 import json, sys
-from serving.reward_service.loadtest import LoopbackJudge
+from serving.perf.loadtest import LoopbackJudge
 with LoopbackJudge(max_body_bytes=1 << 30) as judge:
     print(judge.url, flush=True)
     sys.stdin.readline()

@@ -11,7 +11,7 @@ ray = pytest.importorskip("ray")
 from dist_helpers import judge_settings, write_source
 
 from cua_verifier.cli import main
-from serving.reward_service.loadtest import LoopbackJudge
+from serving.perf.loadtest import LoopbackJudge
 from verifier.distributed.ray_backend import run_ray
 from verifier.records import ResultWriter
 from verifier.settings import RewardSettings
@@ -86,7 +86,7 @@ def test_ray_reads_a_parquet_source_through_ray_data(cluster, tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    from serving.reward_service.loadtest import trajectory
+    from serving.perf.loadtest import trajectory
 
     rows = [{"id": f"r{k}", "trajectory": trajectory(k, f"task-{k % 2}").to_json()} for k in range(4)]
     rows.append({"id": "bad", "trajectory": "{not json"})

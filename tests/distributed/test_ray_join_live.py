@@ -28,7 +28,7 @@ psutil = pytest.importorskip("psutil")
 
 from dist_helpers import judge_settings, write_source
 
-from serving.reward_service.loadtest import LoopbackJudge
+from serving.perf.loadtest import LoopbackJudge
 
 pytestmark = pytest.mark.slow
 

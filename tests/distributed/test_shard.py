@@ -9,7 +9,7 @@ from dist_helpers import judge_settings, write_source
 
 from cua_verifier.cli import main
 from reward.echo_judge import EchoJudgeServer
-from serving.reward_service.loadtest import LoopbackJudge
+from serving.perf.loadtest import LoopbackJudge
 from verifier.distributed.actors import SourceSpec, _next_owned
 from verifier.distributed.shard import Balanced, parse_shard, shard_items, stable_bucket
 from verifier.errors import ConfigError

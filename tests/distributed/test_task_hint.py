@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from dist_helpers import write_source
 
-from serving.reward_service.loadtest import png, trajectory
+from serving.perf.loadtest import png, trajectory
 from verifier.distributed.shard import keyed, task_hint
 from verifier.sources.rows import is_run_source, iter_folder, iter_rows
 

@@ -5,7 +5,7 @@ import asyncio
 from typing import Any
 
 from reward.echo_judge import EchoJudgeServer
-from serving.reward_service.loadtest import trajectory
+from serving.perf.loadtest import trajectory
 from verifier.config import VerifierConfig
 from verifier.judge.config import JudgeConfig
 from verifier.judge.openai_compat import OpenAICompatJudge

@@ -11,7 +11,7 @@ from typing import Any
 from PIL import Image
 
 from reward.echo_judge import EchoJudgeServer
-from serving.reward_service.loadtest import png
+from serving.perf.loadtest import png
 from verifier.config import VerifierConfig
 from verifier.judge.config import JudgeConfig
 from verifier.judge.openai_compat import OpenAICompatJudge

@@ -10,7 +10,7 @@ datasets = pytest.importorskip("datasets")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from cua_verifier.cli import main
-from serving.reward_service.loadtest import LoopbackJudge, png, trajectory
+from serving.perf.loadtest import LoopbackJudge, png, trajectory
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from serving.reward_service.loadtest import LoopbackJudge, png, trajectory  # noqa: F401 (re-exported)
+from serving.perf.loadtest import LoopbackJudge, png, trajectory  # noqa: F401 (re-exported)
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ pytest.importorskip("fastapi")
 
 from service_helpers import LoopbackJudge, Service, trajectory, write_config
 
-from serving.reward_service import bounds
+from serving.perf import bounds
 from serving.reward_service.budget import ByteBudget
 from verifier.waits import Waits, waited
 

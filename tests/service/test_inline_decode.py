@@ -13,7 +13,7 @@ pytest.importorskip("fastapi")
 from serving.reward_service import body as body_mod
 from serving.reward_service.core import parse_trajectory
 from serving.reward_service.inline import DecodedImages
-from serving.reward_service.loadtest import png
+from serving.perf.loadtest import png
 from verifier import trajectory as traj_mod
 from verifier.errors import ScreenshotError
 from verifier.judge import images

@@ -10,7 +10,7 @@ pytest.importorskip("fastapi")
 
 from service_helpers import LoopbackJudge, Service, write_config
 
-from serving.reward_service.loadtest import run_load
+from serving.perf.loadtest import run_load
 
 N, TASKS, QUEUE = 200, 10, 24
 

@@ -11,7 +11,7 @@ psutil = pytest.importorskip("psutil")
 
 
 def test_cpu_shares_attribute_the_cores_to_the_process_that_used_them():
-    from serving.reward_service.bounds import CpuShares
+    from serving.perf.bounds import CpuShares
 
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -31,7 +31,7 @@ def test_cpu_shares_attribute_the_cores_to_the_process_that_used_them():
 
 
 def test_summary_gives_median_and_range_of_each_noisy_figure():
-    from serving.reward_service.realload import summarize
+    from serving.perf.realload import summarize
 
     def run(cpu, rate, peak, after):
         return {"cpu_s_per_verification": cpu, "per_minute": rate, "rss_mb": {"baseline": 86, "peak": peak,

@@ -20,7 +20,7 @@ pytest.importorskip("ray.serve")
 httpx = pytest.importorskip("httpx")
 
 from serving.reward_service.config import ServiceConfig
-from serving.reward_service.loadtest import LoopbackJudge, trajectory
+from serving.perf.loadtest import LoopbackJudge, trajectory
 from serving.reward_service.serve_run import ServeDeployment
 from verifier.settings import RewardSettings
 

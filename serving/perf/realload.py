@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 
 from . import bounds
-from .serve_board import PERIOD_S
+from serving.reward_service.serve_board import PERIOD_S
 
 
 def _read_tree(proc: psutil.Process, read: Callable[[psutil.Process], Any]) -> Iterator[tuple[psutil.Process, Any]]:
