@@ -21,8 +21,9 @@ from typing import Any
 
 import psutil
 
-from . import bounds
 from serving.reward_service.serve_board import PERIOD_S
+
+from . import bounds
 
 
 def _read_tree(proc: psutil.Process, read: Callable[[psutil.Process], Any]) -> Iterator[tuple[psutil.Process, Any]]:

@@ -10,10 +10,10 @@ orjson = pytest.importorskip("orjson")
 pytest.importorskip("pybase64")
 pytest.importorskip("fastapi")
 
+from serving.perf.loadtest import png
 from serving.reward_service import body as body_mod
 from serving.reward_service.core import parse_trajectory
 from serving.reward_service.inline import DecodedImages
-from serving.perf.loadtest import png
 from verifier import trajectory as traj_mod
 from verifier.errors import ScreenshotError
 from verifier.judge import images

@@ -19,8 +19,8 @@ import pytest
 pytest.importorskip("ray.serve")
 httpx = pytest.importorskip("httpx")
 
-from serving.reward_service.config import ServiceConfig
 from serving.perf.loadtest import LoopbackJudge, trajectory
+from serving.reward_service.config import ServiceConfig
 from serving.reward_service.serve_run import ServeDeployment
 from verifier.settings import RewardSettings
 
