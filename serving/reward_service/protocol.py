@@ -8,7 +8,8 @@ time bound, and spends most of its time buffering the service's 10-60 MB bodies 
 service extra), so the service keeps httptools and bounds it here:
 
 - a head (request line and headers) over `max_head_bytes` is answered 431 and the connection closed;
-  the memory it can take is that bound plus one socket read (at most 256 kB);
+  the memory it can take is that bound plus one socket read (at most 256 kB; two for a head
+  pipelined behind another request);
 - a head not finished `head_timeout_s` after its first byte (or after the connection opened, for a
   client that sends nothing) is answered 408 and the connection closed;
 - a close while the client is still sending its body (a refusal before the body: 401, 413, 429,
@@ -61,6 +62,7 @@ class BoundedHttpTools(HttpToolsProtocol):
         self.in_head = False  # between a request's first byte and the end of its headers
         self.head_bytes = 0
         self.in_body = False  # between the end of the headers and the end of the body
+        self.ended_in_read = False  # a message ended within the read being parsed
         self.lingering = False
         self._head_timer: asyncio.TimerHandle | None = None
         self._raw: asyncio.Transport | None = None
@@ -78,9 +80,11 @@ class BoundedHttpTools(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self.lingering:
             return  # read and dropped: the answer has gone out
-        was_in_head = self.in_head
+        was_in_head, self.ended_in_read = self.in_head, False
         super().data_received(data)
-        if self.in_head and was_in_head and not self.lingering:  # a head that began in this read: not counted
+        # A head that began after a message ended in this same read (pipelining) is not counted for
+        # this read: part of it was that message's body. Otherwise the whole read is head.
+        if self.in_head and not self.lingering and (was_in_head or not self.ended_in_read):
             self.head_bytes += len(data)
             if self.head_bytes > self.max_head_bytes:
                 self._refuse_head("431 Request Header Fields Too Large", "too_large",
@@ -104,7 +108,7 @@ class BoundedHttpTools(HttpToolsProtocol):
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
-        self.in_body = False
+        self.in_body, self.ended_in_read = False, True
         super().on_message_complete()
 
     # ---- bounds -------------------------------------------------------------------------------

@@ -19,6 +19,11 @@ this gate.
 Ray Serve loads it from `RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH` (`proxy_middlewares`), in the
 proxy's process; its settings come from the `CUA_SERVE_GATE` variable (JSON), set by `serve-reward`
 for a local cluster and by the operator (`ray start`) on a cluster it joins.
+
+The request head comes before any middleware, so its bounds (size, time, and the lingering close;
+`protocol.py`) cannot be a middleware's: Ray Serve builds its proxy's `uvicorn.Config` without an
+`http=` argument, so the callback makes uvicorn's default protocol ("auto"), in the proxy's process
+only, the service's bounded one (`bound_proxy_http`), before the proxy's server starts.
 """
 from __future__ import annotations
 
@@ -27,7 +32,7 @@ import os
 from typing import Any
 from urllib.parse import quote
 
-from .app import _error, _read_bounded, _replay, header_refusal
+from .app import _error, _read_bounded, _replay, closing, header_refusal
 from .body import BadBody, parse_json
 from .config import DEFAULT_KEY_ENV
 from .memory import IdleRelease, trim, tune_allocator
@@ -68,8 +73,9 @@ class ProxyGate:
     """Pure ASGI middleware for Ray Serve's proxy (see the module docstring)."""
 
     def __init__(self, app: Any, *, api_key_env: str = DEFAULT_KEY_ENV, max_body_bytes: int = 64 * 2**20,
-                 body_timeout_s: float = 60.0) -> None:
+                 body_timeout_s: float = 60.0, lingers: bool = False) -> None:
         self.app, self.max_body_bytes, self.body_timeout_s = app, max_body_bytes, body_timeout_s
+        self.lingers = lingers  # the proxy's protocol closes with a linger: refusals may close
         self.key = (os.environ.get(api_key_env) or "").strip() or None
         self.session = session_header()
         # The proxy holds every body it reads until a replica has fetched it, and glibc keeps the
@@ -112,6 +118,7 @@ class ProxyGate:
         refusal = header_refusal(headers, self.key, open_path=scope.get("path", "") in OPEN_PATHS,
                                  max_body_bytes=self.max_body_bytes)
         if refusal is not None:
+            refusal = closing(refusal, scope) if self.lingers else refusal
             return await refusal(scope, _replay(b""), marked)
         task = headers.get(TASK_HEADER, b"").decode("latin-1").strip() or None
         if task is None and scope.get("method") == "POST":
@@ -152,9 +159,33 @@ def _replay_then(body: bytes, receive: Any) -> Any:
     return again
 
 
-def gate_settings(api_key_env: str, max_body_bytes: int, body_timeout_s: float) -> str:
+def gate_settings(api_key_env: str, max_body_bytes: int, body_timeout_s: float,
+                  head: dict[str, float] | None = None) -> str:
+    """$CUA_SERVE_GATE: the gate's options, and `head` (`bounded_protocol`'s; defaults if absent)."""
     return json.dumps({"api_key_env": api_key_env, "max_body_bytes": max_body_bytes,
-                       "body_timeout_s": body_timeout_s})
+                       "body_timeout_s": body_timeout_s, **({"head": head} if head else {})})
+
+
+ProxyHttp: Any = None  # the proxy's bounded protocol class, once `bound_proxy_http` has run
+
+
+def bound_proxy_http(head: dict[str, Any] | None = None) -> bool:
+    """Make uvicorn's "auto" HTTP protocol, in this process, `protocol.BoundedHttpTools` with the
+    bounds in `head` (`bounded_protocol`'s arguments; the service's defaults for those absent).
+    False, and nothing changed, without httptools (uvicorn then runs h11, unbounded)."""
+    global ProxyHttp
+    try:
+        import httptools  # noqa: F401 - the bounded protocol is httptools'
+        from uvicorn import config as uvicorn_config
+
+        from .protocol import BoundedHttpTools, bounded_protocol
+    except ImportError:
+        return False
+    ProxyHttp = bounded_protocol(**{"max_head_bytes": BoundedHttpTools.max_head_bytes,
+                                    "head_timeout_s": BoundedHttpTools.head_timeout_s,
+                                    "linger_s": BoundedHttpTools.linger_s, **(head or {})})
+    uvicorn_config.HTTP_PROTOCOLS["auto"] = f"{__name__}:ProxyHttp"
+    return True
 
 
 def proxy_middlewares() -> list[Any]:
@@ -166,4 +197,5 @@ def proxy_middlewares() -> list[Any]:
     tune_allocator()
 
     options = json.loads(os.environ.get(GATE_ENV) or "{}")
-    return [Middleware(ProxyGate, **options)]
+    lingers = bound_proxy_http(options.pop("head", None))
+    return [Middleware(ProxyGate, **options, lingers=lingers)]

@@ -100,7 +100,9 @@ class ServeDeployment:
 
         cfg = self.config
         # Inherited by the local instance's processes (its proxy loads the gate from them).
-        env = {GATE_ENV: gate_settings(cfg.api_key_env, cfg.max_body_bytes, cfg.body_timeout_s),
+        head = {"max_head_bytes": cfg.max_header_bytes, "head_timeout_s": cfg.header_timeout_s,
+                "linger_s": cfg.linger_s}
+        env = {GATE_ENV: gate_settings(cfg.api_key_env, cfg.max_body_bytes, cfg.body_timeout_s, head),
                CALLBACK_ENV: CALLBACK}
         if self.local and not os.environ.get(INLINE_ENV):
             env[INLINE_ENV] = str(cfg.max_body_bytes + 2**20)

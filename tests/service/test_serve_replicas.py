@@ -101,6 +101,17 @@ def test_one_replica_health_auth_and_one_rubric_per_group(served):
                   b"Content-Length: 1048576\r\n\r\n")
         head = s.recv(4096)
     assert head.startswith(b"HTTP/1.1 401") and b"x-cua-gate: proxy" in head.lower()
+    # Issue 38 §2: the proxy's own HTTP protocol bounds the head (the gate's callback installs it)
+    with socket.create_connection(("127.0.0.1", dep.port), timeout=30) as s:
+        try:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (1 << 20))
+        except OSError:
+            pass  # closed as it should be
+        s.settimeout(10)
+        head = s.recv(4096)  # a timeout here: the proxy still buffers the head
+    assert head.startswith(b"HTTP/1.1 431"), head
+    ready = httpx.get(dep.url + "/ready")  # issue 38 §8: readiness, open, through the gate
+    assert ready.status_code == 200 and ready.json()["status"] == "ready", ready.text
     assert httpx.get(dep.url + "/metrics").status_code == 401
     assert httpx.get(dep.url + "/metrics", headers=AUTH).status_code == 200
     before = judge.rubric_calls

@@ -160,3 +160,53 @@ def test_a_refused_upload_sees_its_answer_and_is_not_read_to_its_end(svc):
     assert answer is not None and answer.startswith(b"HTTP/1.1 401"), answer
     assert b"connection: close" in answer.lower() or "after" in stopped
     assert stopped.get("after", 99) < 6, stopped
+
+
+def test_ray_serves_proxy_gets_the_same_head_bounds(monkeypatch):
+    """Ray Serve builds its proxy's uvicorn.Config without `http=`; the gate's callback makes that
+    default the bounded protocol in the proxy's process. A real uvicorn server configured as Ray
+    configures it, with the gate as its middleware: a huge head is answered 431, and a refused
+    upload closes after the answer (lingering). Before: only the single-process service was bounded."""
+    import asyncio
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import PlainTextResponse
+    from uvicorn import config as uvicorn_config
+
+    from serving.reward_service import serve_gate
+
+    monkeypatch.setitem(uvicorn_config.HTTP_PROTOCOLS, "auto", uvicorn_config.HTTP_PROTOCOLS["auto"])
+    monkeypatch.setenv(serve_gate.GATE_ENV, serve_gate.gate_settings(
+        "SX_PROXY_KEY", 1024, 5.0, {"max_head_bytes": 8192, "head_timeout_s": 1.0, "linger_s": 1.0}))
+    monkeypatch.setenv("SX_PROXY_KEY", "s3cret")
+    app = Starlette(routes=[], middleware=serve_gate.proxy_middlewares())
+    app.add_route("/health", lambda _r: PlainTextResponse("ok"))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(lambda: app, factory=True, lifespan="off", log_level="critical"))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{port}"
+        huge = _connect(url)
+        try:
+            huge.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 65536)
+        except OSError:
+            pass
+        answer, took = _answer_or_drop(huge, 5)
+        huge.close()
+        refused = _connect(url)
+        refused.sendall(b"POST /v1/verify HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n{")
+        no_key, _ = _answer_or_drop(refused, 5)
+        refused.close()
+    finally:
+        server.should_exit = True
+        thread.join(10)
+    assert answer is not None and answer.startswith(b"HTTP/1.1 431") and took < 2, (answer, took)
+    assert no_key is not None and no_key.startswith(b"HTTP/1.1 401") and b"connection: close" in no_key.lower()
