@@ -171,7 +171,6 @@ def test_ray_serves_proxy_gets_the_same_head_bounds(monkeypatch):
 
     import uvicorn
     from starlette.applications import Starlette
-    from starlette.middleware import Middleware
     from starlette.responses import PlainTextResponse
     from uvicorn import config as uvicorn_config
 
