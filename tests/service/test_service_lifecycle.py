@@ -27,7 +27,7 @@ def test_slow_uploads_hold_the_bytes_they_sent_not_the_bytes_they_announced():
     a small request is still admitted at once (before: each reserved its 4 MB up front, so the
     budget was full and the small request got 429 after --admission-wait-s)."""
     with LoopbackJudge() as judge, Service(judge.url, "--max-body-mb", "4", "--max-inflight-mb", "24",
-                                           "--admission-wait-s", "2") as svc:
+                                           "--admission-wait-s", "5") as svc:
         host, port = svc.url.removeprefix("http://").split(":")
         stop = threading.Event()
         socks = []
@@ -58,7 +58,7 @@ def test_slow_uploads_hold_the_bytes_they_sent_not_the_bytes_they_announced():
             dripper.join(5)
             for s in socks:
                 s.close()
-    assert small.status_code == 200 and took < 1.5, (small.status_code, small.text[:200], took)
+    assert small.status_code == 200 and took < 4, (small.status_code, small.text[:200], took)
     assert health["bytes_in_flight"] < 8 * 2**20, health  # six grants of 1 MB, not 6 x 4 MB
 
 
