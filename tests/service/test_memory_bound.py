@@ -248,8 +248,8 @@ async def test_an_idle_release_due_while_the_loop_closes_is_skipped_quietly():
 
 async def test_bodies_half_read_do_not_wait_on_each_other():
     """Issue 38 §8: bytes are reserved as a body arrives, so two bodies half read can fill the budget;
-    the oldest reader may go past it (the bound is the budget plus one body), the other waits for
-    its bytes instead of both waiting until their 429."""
+    the oldest reader may go past it, one request at a time (the bound is the budget plus one body),
+    and the other waits for its bytes instead of both waiting until their 429."""
     b = ByteBudget(100, wait_s=5)
     old, young = object(), object()
     b.start_reading(old)
@@ -257,8 +257,8 @@ async def test_bodies_half_read_do_not_wait_on_each_other():
     assert await b.acquire(60, reader=old) and await b.acquire(40, reader=young)
     waiter = asyncio.ensure_future(b.acquire(30, held=40, reader=young))
     assert await asyncio.wait_for(b.acquire(50, held=60, reader=old), 1)  # the oldest goes on: 150
+    await b.done_reading(old)  # `young` is the oldest reader now, but `old` is still over the budget
     await asyncio.sleep(0.05)
     assert not waiter.done() and b.in_flight == 150
-    await b.done_reading(old)
-    await b.release(110)  # the oldest answered
+    await b.release(110, owner=old)  # the oldest answered
     assert await asyncio.wait_for(waiter, 1) and b.in_flight == 70
