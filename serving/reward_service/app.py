@@ -45,7 +45,7 @@ def _refused(exc: Refused) -> JSONResponse:
 
 class Gate:
     """Pure ASGI, outermost, so nothing is read from an unauthenticated client: first the API key
-    (every path but /health: 401), then a `Content-Length` over the limit (413), both before a byte
+    (every path but /health and /ready: 401), then a `Content-Length` over the limit (413), both before a byte
     of the body is read. Then `app` (byte admission, then `BodyReader`) runs. Also counts every
     request and its latency, labelled by route: a path that is no route is `other`, so an
     unauthenticated client cannot add series to /metrics (each new label set was one more series
