@@ -11,7 +11,7 @@ ray = pytest.importorskip("ray")
 from dist_helpers import judge_settings, write_source
 
 from cua_verifier.cli import main
-from serving.reward_service.loadtest import LoopbackJudge, trajectory
+from serving.perf.loadtest import LoopbackJudge, trajectory
 from verifier.config import VerifierConfig
 from verifier.stages.rubric import write_line
 from verifier.testing import ScriptedJudge
