@@ -24,7 +24,7 @@ PLANTS = {
  "ladder_deadline": ("verifier/judge/ladder.py", "return delay if left is None else max(0.0, min(delay, left))", "return delay"),
  "batch_queue": ("serving/reward_service/app.py", "if len(body.trajectories) > min(config.max_batch, config.queue_size):", "if len(body.trajectories) > config.max_batch:"),
  "chunked_total": ("serving/reward_service/app.py", "size += len(chunk)", "size = len(chunk)"),
- "metrics_key": ("serving/reward_service/app.py", "open_path=endpoint == \"/health\"", "open_path=endpoint in (\"/health\", \"/metrics\")"),
+ "metrics_key": ("serving/reward_service/app.py", "OPEN_PATHS = frozenset({\"/health\", \"/ready\"})", "OPEN_PATHS = frozenset({\"/health\", \"/ready\", \"/metrics\"})"),
  "slot_finally": ("serving/reward_service/core.py", "            if not handed_over:\n                self.queue.release(1)", "            if not handed_over:\n                pass"),
  "slot_callback": ("serving/reward_service/core.py", "(self.tasks.discard(t), self.queue.release(1, started=started),", "(self.tasks.discard(t), None,"),
  "outage_store": ("serving/reward_service/core.py", "if not isinstance(outcome.error, JudgeUnavailableError):", "if True:"),
