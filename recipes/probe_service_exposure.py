@@ -5,12 +5,16 @@ Starts `serve-reward` on 127.0.0.1 (API key set, loopback judge) and runs one pr
     python recipes/probe_service_exposure.py paths --n 20000     # metric series and /metrics size
     python recipes/probe_service_exposure.py heads --n 20 --mb 16  # RSS under unfinished huge headers
     python recipes/probe_service_exposure.py uploads --n 6 --mb 64 # a small request behind slow uploads
+    python recipes/probe_service_exposure.py pixels --n 16 --side 6300 # RSS under near-limit screenshots
 
 `paths`: N random paths, half without the key (401), half with it (404), then the series count,
 /metrics size and scrape time, and the service's RSS. `heads`: N connections each sending a header
 of MB megabytes without ever finishing it; peak RSS and when each connection was answered or
 dropped (90 s at most). `uploads`: N uploads announcing MB megabytes each and sending a byte every
 5 s, then one small verification: its status, how long it took, and the bytes held in flight.
+`pixels` (issue 38 §3): N verifications sent at once, each with one SIDE x SIDE RGBA screenshot (a
+near-limit image: ~170 kB as PNG, ~160 MB decoded at 6300 px); their statuses and the service's RSS
+before and at its peak (VmHWM).
 """
 from __future__ import annotations
 
@@ -122,11 +126,42 @@ def uploads(url: str, n: int, mb: float) -> dict:
             "bytes_in_flight": held}
 
 
+def pixels(url: str, proc: psutil.Process, n: int, side: int) -> dict:
+    import asyncio
+    import io
+
+    from PIL import Image, ImageDraw
+
+    bodies = []
+    for k in range(n):
+        img = Image.new("RGBA", (side, side), (255, 255, 255, 255))
+        ImageDraw.Draw(img).rectangle([k * 100, k * 100, k * 100 + 500, k * 100 + 300], fill=(200, 30, 30, 255))
+        buf = io.BytesIO()
+        img.save(buf, format="PNG", compress_level=6)
+        bodies.append(json.dumps({"trajectory": trajectory(k, shot=buf.getvalue()).model_dump(mode="json")}))
+    del img
+    rss0 = proc.memory_info().rss
+
+    async def send() -> list[int]:
+        async with httpx.AsyncClient(timeout=600, headers=AUTH) as c:
+            got = await asyncio.gather(*(c.post(url + "/v1/verify", content=b) for b in bodies))
+        return [r.status_code for r in got]
+
+    t0 = time.monotonic()
+    codes = asyncio.run(send())
+    with open(f"/proc/{proc.pid}/status", encoding="ascii") as fh:
+        peak_kb = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+    return {"requests": n, "side": side, "body_mb": round(sum(map(len, bodies)) / 2**20, 1), "statuses": codes,
+            "took_s": round(time.monotonic() - t0, 1), "rss_mb": [rss0 >> 20, proc.memory_info().rss >> 20],
+            "peak_rss_mb": peak_kb >> 10}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("probe", choices=["paths", "heads", "uploads"])
+    p.add_argument("probe", choices=["paths", "heads", "uploads", "pixels"])
     p.add_argument("--n", type=int, default=None)
     p.add_argument("--mb", type=float, default=None)
+    p.add_argument("--side", type=int, default=6300, help="pixels: the screenshots' side")
     a = p.parse_args()
     with LoopbackJudge() as judge:
         proc, url = start(judge.url)
@@ -136,8 +171,10 @@ def main() -> None:
                 out = paths(url, watched, a.n or 20000)
             elif a.probe == "heads":
                 out = heads(url, watched, a.n or 20, a.mb or 16)
-            else:
+            elif a.probe == "uploads":
                 out = uploads(url, a.n or 6, a.mb or 64)
+            else:
+                out = pixels(url, watched, a.n or 16, a.side)
         finally:
             proc.terminate()
             proc.wait(60)
