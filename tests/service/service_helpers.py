@@ -65,3 +65,15 @@ def comparable(result: dict[str, Any]) -> dict[str, Any]:
     out = json.loads(json.dumps(result))
     out.pop("usage", None)
     return out
+
+
+class NoJudge:
+    """The judge of a service whose `verify_fn` is scripted: nothing to call, only to close."""
+
+    async def aclose(self) -> None:
+        pass
+
+
+def no_judge() -> NoJudge:
+    """`judge_factory` for a scripted `verify_fn`."""
+    return NoJudge()

@@ -23,6 +23,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from live_app import live_service
+from service_helpers import no_judge
 
 from verifier.errors import JudgeUnavailableError
 from verifier.settings import RewardSettings
@@ -30,15 +31,6 @@ from verifier.settings import RewardSettings
 PROMPT = "<|im_start|>user\nFind the opening hours of {task}<|im_end|>\n<|im_start|>assistant\n"
 JUDGE = {"up_for": 10**9, "seen": 0}
 _LOCK = threading.Lock()
-
-
-class _NoJudge:
-    async def aclose(self) -> None:
-        pass
-
-
-def scripted_judge() -> _NoJudge:
-    return _NoJudge()
 
 
 async def scripted_verify(trajectory, config=None, *, judge, cache=None):
@@ -55,7 +47,7 @@ async def scripted_verify(trajectory, config=None, *, judge, cache=None):
 
 
 def settings() -> RewardSettings:
-    return RewardSettings(verify_fn=scripted_verify, judge_factory=scripted_judge, cache_factory=None,
+    return RewardSettings(verify_fn=scripted_verify, judge_factory=no_judge, cache_factory=None,
                           judge={"base_urls": ["http://127.0.0.1:9/v1"], "model": "scripted"})
 
 

@@ -13,21 +13,15 @@ import math
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from ..bench.metrics import MaybeFloat
-from .report import ExperimentReport
+from .report import ArmIdentity, ExperimentReport
 
 LEDGER_FILE = "ledger.jsonl"
 
 
-class LedgerArm(BaseModel):
-    name: str
-    baseline: bool
-    fingerprint: str
-    replaced: dict[str, str] = Field(default_factory=dict)
-    config_overrides: dict = Field(default_factory=dict)
-    judge_model: str | None = None
+class LedgerArm(ArmIdentity):
     kappa: MaybeFloat = math.nan
     fpr: MaybeFloat = math.nan
     process_kappa: MaybeFloat = math.nan
@@ -60,8 +54,7 @@ def line_of(rep: ExperimentReport, folder: str) -> LedgerLine:
         out = a.targets.get("outcome")
         proc = a.targets.get("process")
         arms.append(LedgerArm(
-            name=a.name, baseline=a.baseline, fingerprint=a.fingerprint, replaced=a.replaced,
-            config_overrides=a.config_overrides, judge_model=a.judge_model,
+            **a.model_dump(include=set(ArmIdentity.model_fields)),
             kappa=out.metrics["kappa"].value if out else math.nan, fpr=out.metrics["fpr"].value if out else math.nan,
             process_kappa=proc.metrics["kappa"].value if proc else math.nan,
             decision=a.decision.verdict if a.decision else None, reason=a.decision.reason if a.decision else "",

@@ -38,13 +38,18 @@ class Cost(BaseModel):
     calls_shared: int = 0
 
 
-class ArmReport(BaseModel):
+class ArmIdentity(BaseModel):
+    """What an arm is (by content: `fingerprint`), as the report and the ledger name it."""
+
     name: str
     baseline: bool
     fingerprint: str
     replaced: dict[str, str] = Field(default_factory=dict)
     config_overrides: dict = Field(default_factory=dict)
     judge_model: str | None = None
+
+
+class ArmReport(ArmIdentity):
     targets: dict[str, TargetStats] = Field(default_factory=dict)
     deltas: dict[str, dict[str, Stat]] = Field(default_factory=dict)
     decision: Decision | None = None
