@@ -91,7 +91,22 @@ def _configured(arms: list) -> bool:
     return all(a.judge.get("base_urls") for a in arms) or bool(env_settings().judge_url)
 
 
+def _needs_bench() -> int:
+    """0, or 2 after one line naming the extra: the statistics need numpy (the bench extra), which a
+    base install lacks; said before any work, not as a traceback half way."""
+    from ._preflight import require
+
+    try:
+        require("experiment", "bench", "numpy")
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if _needs_bench():
+        return 2
     from verifier.experiment.runner import ExperimentMeta, prepare_folder
 
     from .score_cmd import none_if_degraded_of
@@ -180,6 +195,8 @@ def _to_ledger(out: Path, ledger: Path) -> None:
 
 
 def report(args: argparse.Namespace) -> int:
+    if _needs_bench():
+        return 2
     from verifier.experiment.report import build_report, format_report
     from verifier.experiment.report_html import write_outputs
 

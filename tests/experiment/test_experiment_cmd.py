@@ -5,6 +5,7 @@ an arm that raises false positives is rejected, unchanged stages are shared and 
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -132,6 +133,19 @@ def test_bad_input_is_refused_before_any_judge_call(tmp_path, judges, capsys, ar
     spec = write_spec(tmp_path, {"name": "base"}, arms)
     assert main(["experiment", "run", str(spec), "--out", str(tmp_path / "out")]) == 2
     assert needle in capsys.readouterr().err and not judges
+
+
+def test_a_base_install_without_the_bench_extra_is_told_which_extra_to_install(tmp_path, judges, capsys,
+                                                                               monkeypatch):
+    """The statistics need numpy (the bench extra): without it both commands say so in one line
+    (exit 2) before any work, instead of an ImportError traceback."""
+    spec = write_spec(tmp_path, {"name": "base"}, [{"name": "truthful", "prompts": "truthful"}])
+    monkeypatch.setitem(sys.modules, "numpy", None)  # as if not installed
+    for argv in (["experiment", "run", str(spec), "--out", str(tmp_path / "out")],
+                 ["experiment", "report", str(tmp_path / "out")]):
+        assert main(argv) == 2
+        assert "cua-verifier[bench]" in capsys.readouterr().err
+    assert not judges and not (tmp_path / "out").exists()
 
 
 def test_fixed_rubrics_score_every_arm_against_the_same_rubric(tmp_path, judges, capsys):
