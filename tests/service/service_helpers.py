@@ -77,3 +77,21 @@ class NoJudge:
 def no_judge() -> NoJudge:
     """`judge_factory` for a scripted `verify_fn`."""
     return NoJudge()
+
+
+def verify_in_flight(svc: Any, traj: Any) -> tuple[Any, list]:
+    """POST `traj` to /v1/verify on a thread and return once the service has it queued:
+    (the thread, a list that gets its response), for tests that stop the service meanwhile."""
+    import threading
+    import time
+
+    import httpx
+
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(
+        httpx.post(f"{svc.url}/v1/verify", json={"trajectory": traj.model_dump(mode="json")}, timeout=60)))
+    t.start()
+    deadline = time.monotonic() + 30
+    while httpx.get(f"{svc.url}/health").json()["queue_depth"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return t, got

@@ -16,7 +16,16 @@ pytest.importorskip("fastapi")
 pytestmark = pytest.mark.slow  # real service processes
 pytest.importorskip("uvicorn")
 
-from service_helpers import LoopbackJudge, Service, comparable, env, png, trajectory, write_config
+from service_helpers import (
+    LoopbackJudge,
+    Service,
+    comparable,
+    env,
+    png,
+    trajectory,
+    verify_in_flight,
+    write_config,
+)
 
 from reward import clear_sessions
 from reward.remote import RemoteSettings, get_remote_session, make_remote_rewards
@@ -139,13 +148,7 @@ def test_queue_full_is_429_with_retry_after_and_deadline_is_504(tmp_path):
 def test_shutdown_finishes_or_cleanly_rejects_in_flight_work(grace, expected):
     with LoopbackJudge(latency_s=0.4) as judge:
         svc = Service(judge.url, "--grace-s", grace)
-        got: list = []
-        t = threading.Thread(target=lambda: got.append(
-            httpx.post(f"{svc.url}/v1/verify", json=_body(trajectory(1)), timeout=60)))
-        t.start()
-        deadline = time.monotonic() + 30
-        while httpx.get(f"{svc.url}/health").json()["queue_depth"] == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        t, got = verify_in_flight(svc, trajectory(1))
         svc.proc.send_signal(2)  # SIGINT, as Ctrl-C
         t.join(60)
         svc.stop()

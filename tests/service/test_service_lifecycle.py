@@ -15,7 +15,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytestmark = pytest.mark.slow  # real service processes
 
-from service_helpers import LoopbackJudge, Service, trajectory
+from service_helpers import LoopbackJudge, Service, trajectory, verify_in_flight
 
 
 def _body(traj) -> dict:
@@ -91,13 +91,7 @@ def test_a_stop_signal_drains_in_flight_work_and_exits_0(sig):
     shutdown, so `serve-reward` died of it (exit -15 / -2), which a supervisor reads as a crash."""
     with LoopbackJudge(latency_s=0.4) as judge:
         svc = Service(judge.url)
-        got: list = []
-        t = threading.Thread(target=lambda: got.append(
-            httpx.post(f"{svc.url}/v1/verify", json=_body(trajectory(1)), timeout=60)))
-        t.start()
-        deadline = time.monotonic() + 30
-        while httpx.get(f"{svc.url}/health").json()["queue_depth"] == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        t, got = verify_in_flight(svc, trajectory(1))
         svc.proc.send_signal(sig)
         t.join(60)
         code = svc.proc.wait(60)
