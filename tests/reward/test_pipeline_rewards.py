@@ -54,9 +54,14 @@ async def test_rubric_once_per_task_across_groups_and_identical_screens_analysed
     judge = reward_fakes.SCRIPTED
     assert len(judge.requests_for("rubric")) == 2
     # each task's 3 rollouts show 2 + 3 + 4 = 9 screenshots but only 4 distinct ones (white initial
-    # page, then the k-th screen): relevance rows are cached per (rubric, image hash), and the scripted
-    # rubric is the same for both tasks (same screens too), so 4 rows serve all 18 screenshots
-    assert len(judge.requests_for("relevance")) == 4
+    # page, then the k-th screen): relevance rows are cached per (task, rubric, image hash), so 4 rows
+    # serve each task's 9 screenshots. The scripted rubric is the same for both tasks, yet each task's
+    # rows are asked with its own text: before, task two reused rows asked with task one's words
+    # (whichever came first), 4 requests in all
+    relevance = judge.requests_for("relevance")
+    assert len(relevance) == 8
+    for task in ("Task one", "Task two"):
+        assert sum(task in judge.text(q) for q in relevance) == 4, task
 
 
 async def test_rubric_failure_gives_none_for_every_rollout_and_logs_failure_rate():

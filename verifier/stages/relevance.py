@@ -1,8 +1,10 @@
 """Stage 2: the relevance matrix, one call per distinct screenshot (or per batch of them).
 
 Each call shows the task, the rubric and the screenshot(s) - no action history: relevance is a
-property of (rubric, pixels), which is what lets the `StageCache` reuse a row across every rollout
-of a GRPO group that passes through the same page. Identical screenshots (same content hash) are
+property of (task, rubric, pixels), which is what lets the `StageCache` reuse a row across every
+rollout of a GRPO group that passes through the same page. The task is in the key because it is in
+the request: two tasks with the same rubric would otherwise share a row asked with whichever task's
+text came first, so a rollout's row (and an experiment's requests) would depend on timing. Identical screenshots (same content hash) are
 scored once and the row is copied to every screenshot number sharing the hash. With
 `relevance_batch_size > 1` the memo key is the batch's tuple of hashes, so sharing across rollouts
 only happens for identical batches; batch size 1 (the default) shares per image.
@@ -42,13 +44,14 @@ async def _score(r: Run, numbers: tuple[int, ...], depth: int) -> dict[int, Row]
 
 async def score(r: Run, numbers: tuple[int, ...], hashes: tuple[str, ...],
                 depth: int) -> tuple[dict[int, Row], bool]:
-    """(rows for `numbers`, free), memoised per (rubric, image hashes, judge model).
+    """(rows for `numbers`, free), memoised per (task, rubric, image hashes, judge model).
 
     `free` is True only for a row that was already finished in the cache (it costs this rollout no
     round); a row awaited from another rollout's in-flight call is a cache hit but still a round.
     """
     assert r.rubric is not None
-    key = key_of(r.rubric, hashes, judge_identity(r.judge))
+    task = r.traj.task
+    key = key_of(task.instruction, task.start_url, r.rubric, hashes, judge_identity(r.judge))
     free = r.cache.ready(STAGE, key)
     rows, hit = await r.cache.get_or_compute(STAGE, key, lambda: _by_hash(r, numbers, hashes, depth))
     if hit:
